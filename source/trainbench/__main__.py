@@ -1,0 +1,3 @@
+from trainbench.cli.main import main
+
+raise SystemExit(main())

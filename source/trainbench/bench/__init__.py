@@ -1,0 +1,1 @@
+"""Benchmark harness: timing window, statistics, sweeps over batch sizes, results store."""

@@ -1,0 +1,1 @@
+"""Input data: synthetic batches now; conversion to and reading of TFRecords next."""

@@ -1,0 +1,72 @@
+"""The end-to-end training loop, shared by both frameworks through the ``Trainer`` interface."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trainbench.config import TrainConfig
+from trainbench.engines.base import Trainer
+from trainbench.training.schedule import learning_rate
+
+METRICS_FILE = "metrics.jsonl"
+CHECKPOINTS = "checkpoints"
+
+
+def append_metrics(run_dir: Path, row: dict[str, Any]) -> None:
+    """One JSON line per epoch, flushed to disk so a crash loses at most the epoch in progress."""
+    with open(run_dir / METRICS_FILE, "a", encoding="utf-8") as out:
+        out.write(json.dumps(row, sort_keys=True) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+
+
+def train(config: TrainConfig, trainer: Trainer, run_dir: Path, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Train ``config.epochs`` epochs (continuing after the newest checkpoint); return this call's epoch rows."""
+    checkpoints = run_dir / CHECKPOINTS
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    first_epoch = trainer.restore(checkpoints) if config.resume else 0
+    if first_epoch:
+        log(f"resumed from the checkpoint after epoch {first_epoch}")
+    rows = []
+    for epoch in range(first_epoch, config.epochs):
+        rows.append(_one_epoch(config, trainer, epoch, log))
+        append_metrics(run_dir, rows[-1])
+        trainer.save(checkpoints, epoch + 1)
+    return rows
+
+
+def _one_epoch(config: TrainConfig, trainer: Trainer, epoch: int, log: Callable[[str], None]) -> dict[str, Any]:
+    steps = trainer.steps_per_epoch
+    start = time.perf_counter()
+    losses = []
+    for step in range(steps):
+        lr = learning_rate(config, epoch + step / steps)
+        trainer.train_step(lr)
+        if (step + 1) % config.log_every == 0 or step + 1 == steps:
+            losses.append(trainer.mean_loss())  # synchronises: the epoch's wall time below is honest
+            elapsed = time.perf_counter() - start
+            rate = (step + 1) * trainer.global_batch / elapsed
+            log(f"epoch {epoch + 1}/{config.epochs} step {step + 1}/{steps} loss {losses[-1]:.4f} "
+                f"lr {lr:.5f} {rate:.1f} images/s")
+    train_s = time.perf_counter() - start
+    evaluation = trainer.evaluate()
+    log(f"epoch {epoch + 1}/{config.epochs} eval top1 {evaluation['top1']:.4f} top5 {evaluation['top5']:.4f} "
+        f"loss {evaluation['loss']:.4f}")
+    loss = losses[-1] if losses else math.nan
+    return {
+        "epoch": epoch + 1,
+        "train_loss": loss,
+        "train_images_per_sec": steps * trainer.global_batch / train_s,
+        "train_s": train_s,
+        "eval_loss": evaluation["loss"],
+        "eval_top1": evaluation["top1"],
+        "eval_top5": evaluation["top5"],
+        "eval_examples": evaluation["examples"],
+        "learning_rate_end": learning_rate(config, epoch + 1),
+    }

@@ -1,0 +1,35 @@
+# Two commands do all set-up on a fresh machine (Python 3.11 and make): `make demo` and `make test`.
+# Both create .venv on first use and install the suite with the exact versions of constraints.txt.
+
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint lock clean-venv
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[tf,torch,dev]"
+	touch $(STAMP)
+
+# The main job on an embedded default: a short throughput sweep on the CPU for both frameworks.
+demo: $(STAMP)
+	$(BIN)/python -m trainbench.demo --output demo_output
+
+lint: $(STAMP)
+	$(BIN)/ruff check source tests benchmarks Core-Utilization-Analyzer
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+# Refresh the pins from the current environment (after changing versions in pyproject.toml).
+lock: $(STAMP)
+	{ sed -n '1,2p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^trainbench'; } \
+		> constraints.txt.new && mv constraints.txt.new constraints.txt
+
+clean-venv:
+	rm -rf $(VENV)

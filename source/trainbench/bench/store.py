@@ -1,0 +1,101 @@
+"""The results store: one new folder per run, never overwritten, rewritten atomically after each batch size.
+
+A run killed at any point leaves every finished batch size on disk: the summary is replaced by rename (never
+half-written) and the per-step rows are appended and flushed as each batch size completes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+RESULT_FIELDS: tuple[str, ...] = (
+    "batch_size",
+    "status",
+    "images_per_sec",
+    "step_time_median_s",
+    "step_time_p10_s",
+    "step_time_p90_s",
+    "step_time_mad_s",
+    "window_s",
+    "timed_steps",
+    "warmup_steps",
+    "error",
+)
+STEP_FIELDS: tuple[str, ...] = ("batch_size", "phase", "step", "seconds")
+
+
+def create_run_dir(root: Path, label: str) -> Path:
+    """Make ``root/<UTC time>_<label>`` (with a numeric suffix when taken); an existing folder is never reused."""
+    root.mkdir(parents=True, exist_ok=True)
+    stem = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}_{label}"
+    for attempt in range(1000):
+        path = root / (stem if attempt == 0 else f"{stem}-{attempt}")
+        try:
+            path.mkdir()  # atomic: fails if someone else has the name
+        except FileExistsError:
+            continue
+        return path
+    raise RuntimeError(f"could not create a new run folder under {root}")
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def write_csv_atomic(path: Path, fields: Sequence[str], rows: Iterable[dict[str, Any]]) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "w", newline="", encoding="utf-8") as out:
+        writer = csv.DictWriter(out, fieldnames=list(fields), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(temporary, path)
+
+
+def append_csv(path: Path, fields: Sequence[str], rows: Iterable[dict[str, Any]]) -> None:
+    new = not path.exists()
+    with open(path, "a", newline="", encoding="utf-8") as out:
+        writer = csv.DictWriter(out, fieldnames=list(fields), extrasaction="ignore")
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+        out.flush()
+        os.fsync(out.fileno())
+
+
+class ThroughputRun:
+    """The files of one throughput sweep: summary.json/.csv, steps.csv, env.json, logs/."""
+
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        self.path = path
+        self.header = header  # framework, precision, image_size, data, ...
+        self.results: list[dict[str, Any]] = []
+        (path / "logs").mkdir(exist_ok=True)
+        self._write_summary()
+
+    def log_path(self, batch_size: int) -> Path:
+        return self.path / "logs" / f"batch_{batch_size}.log"
+
+    def add(self, result: dict[str, Any], warmup_s: Sequence[float] = (), step_s: Sequence[float] = ()) -> None:
+        """Record one batch size's result (any status) and its per-step times."""
+        self.results.append({field: result.get(field) for field in RESULT_FIELDS})
+        batch = result["batch_size"]
+        rows = [
+            {"batch_size": batch, "phase": phase, "step": i, "seconds": seconds}
+            for phase, times in (("warmup", warmup_s), ("timed", step_s))
+            for i, seconds in enumerate(times)
+        ]
+        if rows:
+            append_csv(self.path / "steps.csv", STEP_FIELDS, rows)
+        self._write_summary()
+
+    def _write_summary(self) -> None:
+        write_json_atomic(self.path / "summary.json", {**self.header, "results": self.results})
+        write_csv_atomic(self.path / "summary.csv", RESULT_FIELDS, self.results)

@@ -1,0 +1,128 @@
+"""A sweep over batch sizes, each in its own worker process, recorded as it goes."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trainbench.bench.store import ThroughputRun, create_run_dir, write_json_atomic
+from trainbench.config import BenchConfig, to_dict
+from trainbench.report.plot import plot_throughput
+from trainbench.report.table import format_table
+from trainbench.telemetry.env import collect_env
+
+# Messages by which frameworks and the C library report that an allocation failed (host or device).
+OOM_MARKERS = (
+    "out of memory",
+    "OOM when allocating",
+    "ResourceExhaustedError",
+    "can't allocate memory",
+    "CUDA_ERROR_OUT_OF_MEMORY",
+    "std::bad_alloc",
+    "MemoryError",
+)
+
+
+def looks_out_of_memory(text: str) -> bool:
+    lowered = text.lower()
+    return any(marker.lower() in lowered for marker in OOM_MARKERS)
+
+
+def death_result(batch_size: int, returncode: int, log_text: str) -> dict[str, Any]:
+    """The result of a worker that died without writing one (killed, segfault, hard OOM)."""
+    if returncode < 0:
+        cause = f"worker killed by {signal.Signals(-returncode).name}"
+    else:
+        cause = f"worker exited with status {returncode} without a result"
+    lines = [line for line in log_text.splitlines() if line.strip()]
+    detail = f" ({lines[-1].strip()[:200]})" if lines else ""
+    status = "oom" if looks_out_of_memory(log_text) else "error"
+    return {"batch_size": batch_size, "status": status, "error": cause + detail}
+
+
+def run_worker(config: BenchConfig, run: ThroughputRun, timeout_s: float | None = None) -> dict[str, Any]:
+    """Measure one batch size in a child process and add its result to ``run``; returns the worker's payload."""
+    batch = config.batch_size
+    config_path = run.path / "logs" / f"batch_{batch}.config.json"
+    result_path = run.path / "logs" / f"batch_{batch}.result.json"
+    config_path.write_text(json.dumps(to_dict(config), indent=2))
+    log_path = run.log_path(batch)
+    command = [sys.executable, "-m", "trainbench.bench.worker", str(config_path), str(result_path)]
+    with open(log_path, "w", encoding="utf-8") as log:
+        child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            returncode = child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            payload = {"result": {"batch_size": batch, "status": "error", "error": f"timed out after {timeout_s} s"}}
+            run.add(payload["result"])
+            return payload
+        except KeyboardInterrupt:
+            child.kill()
+            child.wait()
+            run.add({"batch_size": batch, "status": "interrupted", "error": "interrupted by the user"})
+            raise
+    if result_path.exists():
+        payload = json.loads(result_path.read_text())
+    else:
+        payload = {"result": death_result(batch, returncode, log_path.read_text(errors="replace"))}
+    run.add(payload["result"], payload.get("warmup_s", ()), payload.get("step_s", ()))
+    return payload
+
+
+def run_sweep(
+    configs: list[BenchConfig],
+    run: ThroughputRun,
+    echo: Callable[[str], None],
+    timeout_s: float | None = None,
+) -> dict[str, Any]:
+    """Run every configuration in order; return the framework versions a worker reported (for env.json)."""
+    versions: dict[str, Any] = {}
+    for config in configs:
+        echo(f"batch size {config.batch_size}: running (log: {run.log_path(config.batch_size)})")
+        payload = run_worker(config, run, timeout_s)
+        versions = versions or payload.get("versions", {})
+        result = payload["result"]
+        if result["status"] == "ok":
+            echo(f"batch size {config.batch_size}: {result['images_per_sec']:.2f} images/s")
+        else:
+            echo(f"batch size {config.batch_size}: {result['status']}: {result['error']}")
+    return versions
+
+
+def measure_throughput(
+    configs: list[BenchConfig],
+    output: Path,
+    echo: Callable[[str], None],
+    timeout_s: float | None = None,
+) -> ThroughputRun:
+    """A whole sweep (one model configuration, several batch sizes) into a new run folder under ``output``."""
+    model = configs[0].model
+    header = {
+        "framework": model.framework,
+        "precision": model.precision,
+        "image_size": model.image_size,
+        "data": configs[0].data_label,
+        "device": model.device,
+        "model": to_dict(model),
+        "warmup_steps": configs[0].warmup_steps,
+        "timed_steps": configs[0].steps,
+        "sync_every_step": configs[0].sync_every_step,
+    }
+    run_dir = create_run_dir(output, f"{model.framework}_{model.precision}_{model.device}")
+    env = collect_env(sys.argv)
+    write_json_atomic(run_dir / "env.json", env)
+    store = ThroughputRun(run_dir, header)
+    echo(f"run folder: {run_dir}")
+    versions = run_sweep(configs, store, echo, timeout_s)
+    write_json_atomic(run_dir / "env.json", {**env, "framework": versions})
+    title = f"ResNet-50 {model.framework} {model.precision} on {model.device}, image {model.image_size}px"
+    plot_throughput({model.framework: store.results}, run_dir / "throughput.png", title)
+    echo(format_table(store.results))
+    return store

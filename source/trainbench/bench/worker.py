@@ -1,0 +1,62 @@
+"""One batch size, measured in a process of its own.
+
+A fresh process per configuration keeps GPU memory unfragmented and cuDNN's choices independent, and lets an
+out-of-memory failure or a crash end only this batch size. The parent reads the JSON this writes; if the process
+dies without writing it, the parent records the death from the exit status and the log.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from trainbench.bench.stats import summarize
+from trainbench.bench.store import write_json_atomic
+from trainbench.bench.timing import run_window
+from trainbench.config import BenchConfig, bench_config_from_dict
+from trainbench.engines import load_engine
+from trainbench.engines.base import Engine
+
+
+def one_line(error: BaseException) -> str:
+    """The error as one line: its type and the first non-empty line of its message, cut at 300 characters."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    return text[:300]
+
+
+def measure(config: BenchConfig, engine: Engine) -> dict[str, Any]:
+    runner = engine.make_runner(config)
+    print(f"batch {config.batch_size}: {config.warmup_steps} warm-up + {config.steps} timed steps", flush=True)
+    window = run_window(runner, config.warmup_steps, config.steps, sync_every_step=config.sync_every_step)
+    images_per_step = getattr(runner, "images_per_step", config.batch_size)  # all replicas together
+    result = {"batch_size": config.batch_size, "status": "ok", "error": None, **summarize(images_per_step, window)}
+    print(f"batch {config.batch_size}: {result['images_per_sec']:.2f} images/s", flush=True)
+    return {"result": result, "warmup_s": window.warmup_s, "step_s": window.step_s}
+
+
+def run(config: BenchConfig) -> dict[str, Any]:
+    engine = load_engine(config.model.framework)
+    try:
+        payload = measure(config, engine)
+    except Exception as error:  # noqa: BLE001 - every failure becomes a recorded result, the sweep goes on
+        traceback.print_exc()
+        status = "oom" if engine.is_out_of_memory(error) else "error"
+        payload = {"result": {"batch_size": config.batch_size, "status": status, "error": one_line(error)}}
+    payload["versions"] = engine.versions()
+    return payload
+
+
+def main(argv: list[str]) -> int:
+    config_path, result_path = (Path(arg) for arg in argv)
+    config = bench_config_from_dict(json.loads(config_path.read_text()))
+    payload = run(config)
+    write_json_atomic(result_path, payload)
+    return 0 if payload["result"]["status"] == "ok" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

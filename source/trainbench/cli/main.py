@@ -1,0 +1,33 @@
+"""Entry point of ``trainbench`` and ``python -m trainbench``."""
+
+from __future__ import annotations
+
+import sys
+
+from trainbench import __version__
+from trainbench.cli import coreutil_cmd, throughput, train
+from trainbench.cli.options import Parser
+from trainbench.errors import EXIT_USAGE, UsageError
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="trainbench", description="ResNet-50 training benchmarks for TensorFlow and PyTorch.")
+    parser.add_argument("--version", action="version", version=f"trainbench {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for command in (throughput, train):
+        command.add_parser(subparsers)
+    coreutil_cmd.add_parser(subparsers)
+    subparsers.choices["coreutil"].set_defaults(run=coreutil_cmd.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.run(args)
+    except UsageError as error:
+        print(f"trainbench: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("trainbench: interrupted; results written so far are kept", file=sys.stderr)
+        return 130

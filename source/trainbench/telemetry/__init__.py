@@ -1,0 +1,1 @@
+"""What the machine is and how it is set: recorded next to every result."""

@@ -1,0 +1,38 @@
+"""Shared helpers for the tests: run the real CLI in a subprocess, find the shared fixtures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+            timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``python -m trainbench ARGS`` as a user runs it; CUDA hidden so the CPU paths are tested everywhere."""
+    full_env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "trainbench", *args], cwd=cwd or REPO, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    """Exit 2, exactly one line on stderr that contains every fragment, and no traceback."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture
+def shared_fixtures() -> Path:
+    if not SHARED_FIXTURES.is_dir():
+        pytest.skip("../shared/fixtures is absent")
+    return SHARED_FIXTURES

@@ -1,0 +1,47 @@
+"""Statistics of the timed window, checked against values computed by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainbench.bench.stats import images_per_sec, summarize
+from trainbench.bench.timing import Window
+
+
+def test_images_per_sec_is_images_over_window_time() -> None:
+    assert images_per_sec(32, 10, 2.0) == pytest.approx(160.0)
+
+
+def test_throughput_is_not_the_mean_of_per_step_rates() -> None:
+    # Steps of 0.1 s and 0.3 s at batch 10: 20 images in 0.4 s = 50 images/s; the mean of rates would say 66.7.
+    window = Window(warmup_s=(5.0,), step_s=(0.1, 0.3), window_s=0.4)
+    summary = summarize(10, window)
+    assert summary["images_per_sec"] == pytest.approx(50.0)
+    assert summary["images_per_sec"] != pytest.approx((10 / 0.1 + 10 / 0.3) / 2)
+
+
+def test_summary_percentiles_and_mad_from_known_steps() -> None:
+    steps = tuple(s / 1000 for s in range(1, 11))  # 1..10 ms
+    summary = summarize(4, Window(warmup_s=(1.0, 1.0), step_s=steps, window_s=sum(steps)))
+    # Linear interpolation between closest ranks: rank = q * (n - 1).
+    assert summary["step_time_median_s"] == pytest.approx(0.0055)
+    assert summary["step_time_p10_s"] == pytest.approx(0.001 + 0.9 * 0.001)
+    assert summary["step_time_p90_s"] == pytest.approx(0.009 + 0.1 * 0.001)
+    # |x - 5.5| for 1..10 is 4.5,3.5,...,0.5,0.5,...,4.5: median 2.5 ms.
+    assert summary["step_time_mad_s"] == pytest.approx(0.0025)
+    assert summary["images_per_sec"] == pytest.approx(4 * 10 / 0.055)
+    assert summary["timed_steps"] == 10
+    assert summary["warmup_steps"] == 2
+
+
+def test_warmup_never_enters_the_statistics() -> None:
+    timed = (0.01, 0.01, 0.01)
+    slow_warmup = summarize(1, Window(warmup_s=(100.0,), step_s=timed, window_s=0.03))
+    no_warmup = summarize(1, Window(warmup_s=(), step_s=timed, window_s=0.03))
+    assert slow_warmup["images_per_sec"] == no_warmup["images_per_sec"]
+    assert slow_warmup["step_time_p90_s"] == no_warmup["step_time_p90_s"]
+
+
+def test_empty_window_is_refused() -> None:
+    with pytest.raises(ValueError):
+        images_per_sec(1, 1, 0.0)

@@ -51,7 +51,7 @@ def test_asynchronous_work_is_counted_even_when_step_returns_early() -> None:
 
 
 def test_sync_every_step_gives_device_time_per_step() -> None:
-    runner = QueueingRunner([0.0] + [0.5, 0.2, 0.3], dispatch_cost=0.0)
+    runner = QueueingRunner([0.0, 0.5, 0.2, 0.3], dispatch_cost=0.0)
     window = run_window(runner, warmup=1, steps=3, sync_every_step=True, clock=runner.clock)
     assert window.step_s == pytest.approx((0.5, 0.2, 0.3))
 

@@ -1,0 +1,176 @@
+"""Find the profiler table inside a file and read it with pandas' C parser.
+
+Profiler CSVs are rarely clean: ``==PROF==``/``==ERROR==`` lines and the application's own output come before
+the header, rows are ragged, and some ``.csv`` files hold no table at all. The header line is located first
+(a cheap scan of line prefixes); pandas' C parser then reads from there, inferring numbers with thousands
+separators. Reading from the path with ``skiprows`` is the fast way, but pandas honours quotes and lone carriage
+returns in skipped lines, so a preamble holding either is skipped by starting from the header's byte offset.
+"""
+
+from __future__ import annotations
+
+import csv
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+from trainbench.errors import UsageError
+
+NCU_DETAILS = "ncu-details"
+NCU_RAW = "ncu-raw"
+NVPROF_METRICS = "nvprof-metrics"
+
+# Missing values as ncu and nvprof print them; nothing else (a kernel may well be called "NA" or "None").
+NA_VALUES = ["", "n/a", "N/A"]
+_NCU_PREFIXES = (b'"ID",', b"ID,")
+_NVPROF_PREFIXES = (b'"Device","Kernel","Invocations"', b"Device,Kernel,Invocations")
+_BOM = b"\xef\xbb\xbf"
+_UNSAFE_TO_SKIP = (b'"', b"\r", b"\x00")
+_WIDE = 32  # tables with more columns than this are read column-selectively (the raw page has hundreds)
+
+
+@dataclass(frozen=True)
+class Table:
+    path: Path
+    kind: str  # NCU_DETAILS, NCU_RAW or NVPROF_METRICS
+    offset: int  # byte offset of the header line
+    line: int  # its line number, from 0
+    plain_preamble: bool  # nothing before it that pandas' line skipping would misread
+    fields: tuple[str, ...]  # the header's column names
+
+
+def _header_fields(line: bytes) -> tuple[str, ...]:
+    text = line.decode("utf-8", errors="replace").rstrip("\r\n")
+    return tuple(next(csv.reader([text]), []))
+
+
+def _classify(line: bytes) -> tuple[str, tuple[str, ...]] | None:
+    """The table kind a header line starts, or None for any other line."""
+    if line.startswith(_NVPROF_PREFIXES):
+        fields = _header_fields(line)
+        return (NVPROF_METRICS, fields) if {"Metric Name", "Avg"} <= set(fields) else None
+    if not line.startswith(_NCU_PREFIXES):
+        return None
+    fields = _header_fields(line)
+    if {"Metric Name", "Metric Value"} <= set(fields):
+        return NCU_DETAILS, fields
+    # The raw page names launches like the details page does; anything else starting "ID," is app output.
+    return (NCU_RAW, fields) if "Kernel Name" in fields or "Process ID" in fields else None
+
+
+def open_profile(path: str | Path) -> BinaryIO:
+    """Open for reading, with the OS problem turned into a one-line UsageError."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError("is a directory, not a profiler CSV")
+    try:
+        return target.open("rb")
+    except FileNotFoundError:
+        raise UsageError("no such file") from None
+    except OSError as error:
+        raise UsageError(f"cannot read: {error.strerror or error}") from None
+
+
+def locate_table(path: str | Path) -> Table:
+    """Scan lines up to the first table header; raises UsageError when there is none."""
+    offset, plain, seen_any = 0, True, False
+    with open_profile(path) as handle:
+        for number, line in enumerate(handle):
+            bom = len(_BOM) if number == 0 and line.startswith(_BOM) else 0
+            found = _classify(line[bom:])
+            if found is not None:
+                return Table(Path(path), found[0], offset + bom, number, plain, found[1])
+            seen_any = seen_any or bool(line.strip())
+            plain = plain and not any(mark in line for mark in _UNSAFE_TO_SKIP)
+            offset += len(line)
+    if not seen_any:
+        raise UsageError("empty file")
+    raise UsageError("no ncu or nvprof metrics table in it (no header line ID,Process ID,... or Device,Kernel,...)")
+
+
+def _read(table: Table, usecols: list[int] | None, skip_units: bool, options: dict[str, Any]) -> pd.DataFrame:
+    with warnings.catch_warnings():
+        # pandas warns on stderr (mixed types across chunks, rows longer than the header); a row longer than
+        # the header must not pass unnoticed when all columns are read, so that one becomes an error.
+        warnings.simplefilter("ignore")
+        if usecols is None:
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+        return _read_from(table, usecols, skip_units, options)
+
+
+def _read_from(table: Table, usecols: list[int] | None, skip_units: bool, options: dict[str, Any]) -> pd.DataFrame:
+    if table.plain_preamble:
+        skip: int | list[int] = [*range(table.line), table.line + 1] if skip_units else table.line
+        return pd.read_csv(table.path, skiprows=skip, usecols=usecols, **options)
+    with table.path.open("rb") as handle:
+        handle.seek(table.offset)
+        return pd.read_csv(handle, skiprows=[1] if skip_units else None, usecols=usecols, **options)
+
+
+def _read_any_encoding(table: Table, usecols: list[int] | None, skip_units: bool) -> pd.DataFrame:
+    options: dict[str, Any] = {
+        "thousands": ",",
+        "keep_default_na": False,
+        "na_values": NA_VALUES,
+        "engine": "c",
+        "encoding": "utf-8",
+        "index_col": False,  # never take a first column as the index when rows are longer than the header
+    }
+    try:
+        return _read(table, usecols, skip_units, options)
+    except UnicodeDecodeError:
+        # Replacing bad bytes makes pandas decode in Python (2x slower), so only files that need it pay.
+        return _read(table, usecols, skip_units, {**options, "encoding_errors": "replace"})
+
+
+def read_columns(table: Table, columns: list[str], skip_units: bool = False) -> pd.DataFrame:
+    """The named columns, one row per data line, NaN where a ragged row stops early.
+
+    The C parser infers types, so clean numeric columns arrive as numbers with thousands separators already
+    removed; a column holding any text (``(32, 4, 1)``) stays text and is cleaned by :func:`as_number`.
+    Narrow tables are read whole (pandas is faster without ``usecols``), and again column by column only when
+    a row is longer than the header; ``skip_units`` leaves out the line after the header (the raw page's units).
+    """
+    selected = sorted({table.fields.index(column) for column in columns})
+    try:
+        if len(table.fields) <= _WIDE:
+            try:
+                return _read_any_encoding(table, None, skip_units)[list(columns)]
+            except (pd.errors.ParserError, pd.errors.ParserWarning):
+                pass  # a row longer than the header: usecols ignores the extra fields
+        return _read_any_encoding(table, selected, skip_units)
+    except (pd.errors.ParserError, ValueError, UnicodeError, OverflowError, KeyError) as error:
+        raise UsageError(f"malformed CSV table: {_one_line(error)}") from None
+
+
+def as_number(column: pd.Series) -> pd.Series:
+    """A column as float64: numbers as they are, text cleaned (thousands separators) and parsed, else NaN."""
+    if is_numeric_dtype(column.dtype) and not is_bool_dtype(column.dtype):
+        numbers = column.astype("float64")
+    else:
+        text = column.astype("str").str.replace(",", "", regex=False).str.strip()
+        numbers = pd.to_numeric(text, errors="coerce").astype("float64")
+    return numbers.where(np.isfinite(numbers.to_numpy()))  # inf is no measurement either
+
+
+def as_text(column: pd.Series) -> pd.Series:
+    """A column as text, "" where missing (a column of numbers or of nothing can hold names too)."""
+    return column.astype("str").fillna("")
+
+
+def line_after_header(table: Table) -> list[str]:
+    """The fields of the line that follows the header (the raw page's units row)."""
+    with table.path.open("rb") as handle:
+        handle.seek(table.offset)
+        handle.readline()
+        return next(csv.reader([handle.readline().decode("utf-8", errors="replace")]), [])
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text[:300] or type(error).__name__

@@ -1,0 +1,125 @@
+"""End-to-end runs of ``trainbench throughput`` on the CPU, at a tiny size, for both frameworks."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+TINY = ["--device", "cpu", "--image-size", "64", "--num-classes", "10", "--warmup", "1", "--steps", "3"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def read_run(run_dir: Path) -> tuple[dict, list[dict], dict]:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    with open(run_dir / "steps.csv", newline="") as rows:
+        steps = list(csv.DictReader(rows))
+    env = json.loads((run_dir / "env.json").read_text())
+    return summary, steps, env
+
+
+def check_ok_result(result: dict, steps: list[dict]) -> None:
+    """Every figure of a result follows from its own per-step rows."""
+    batch = result["batch_size"]
+    timed = [float(row["seconds"]) for row in steps if row["batch_size"] == str(batch) and row["phase"] == "timed"]
+    warmup = [row for row in steps if row["batch_size"] == str(batch) and row["phase"] == "warmup"]
+    assert result["status"] == "ok" and result["error"] is None
+    assert len(timed) == result["timed_steps"] == 3 and len(warmup) == result["warmup_steps"] == 1
+    assert sum(timed) == pytest.approx(result["window_s"], rel=1e-9)
+    assert result["images_per_sec"] == pytest.approx(batch * 3 / sum(timed), rel=1e-9)
+    assert min(timed) <= result["step_time_median_s"] <= max(timed)
+    assert result["step_time_p10_s"] <= result["step_time_median_s"] <= result["step_time_p90_s"]
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_throughput_sweep_writes_a_complete_run(tmp_path: Path, framework: str) -> None:
+    result = run_cli("throughput", "--framework", framework, "--batch-sizes", "1,2", *TINY,
+                     "--output", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = Path(result.stdout.strip().splitlines()[-1])
+    assert run_dir.parent == tmp_path and run_dir.name.endswith(f"_{framework}_fp32_cpu")
+    summary, steps, env = read_run(run_dir)
+    assert (summary["framework"], summary["precision"], summary["image_size"], summary["data"]) == (
+        framework, "fp32", 64, "synthetic")
+    assert [r["batch_size"] for r in summary["results"]] == [1, 2]
+    for entry in summary["results"]:
+        check_ok_result(entry, steps)
+    assert (run_dir / "throughput.png").read_bytes().startswith(PNG_MAGIC)
+    assert (run_dir / "summary.csv").read_text().startswith("batch_size,status,images_per_sec")
+    versions = env["framework"]
+    assert versions[{"torch": "torch", "tf": "tensorflow"}[framework]]
+    assert env["command"][1:3] == ["throughput", "--framework"]
+    assert env["cpu_count"] >= 1 and env["python"].startswith("3.")
+    assert "gpus" in env["gpu"]
+
+
+def test_absurd_batch_is_recorded_as_oom_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    # 10^7 images of 3x224x224 fp32 is 6 TB: a real allocation failure, not a simulated one.
+    result = run_cli("throughput", "--framework", "torch", "--batch-sizes", "10000000,2",
+                     *TINY[:2], "--image-size", "224", "--num-classes", "10", "--warmup", "1", "--steps", "2",
+                     "--output", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary, _, _ = read_run(Path(result.stdout.strip().splitlines()[-1]))
+    huge, small = summary["results"]
+    assert huge["status"] == "oom", huge
+    assert huge["images_per_sec"] is None and "allocat" in huge["error"].lower()
+    assert small["status"] == "ok" and small["images_per_sec"] > 0
+
+
+def _wait_for(predicate, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not reached")
+        time.sleep(0.05)
+
+
+def test_killed_worker_is_recorded_and_finished_results_survive(tmp_path: Path) -> None:
+    """Batch 2 finishes, batch 3's worker is killed mid-window, Ctrl-C arrives during batch 4."""
+    command = [sys.executable, "-m", "trainbench", "throughput", "--framework", "torch", "--batch-sizes", "2,3,4",
+               "--device", "cpu", "--image-size", "32", "--num-classes", "10", "--warmup", "1", "--steps", "150",
+               "--output", str(tmp_path)]
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    parent = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    me = psutil.Process(parent.pid)
+
+    def worker_of(batch: int) -> psutil.Process | None:
+        for child in me.children():
+            try:
+                if f"batch_{batch}.config.json" in " ".join(child.cmdline()):
+                    return child
+            except psutil.Error:  # a worker that just ended
+                continue
+        return None
+
+    def measuring(batch: int) -> bool:
+        logs = list(tmp_path.glob(f"*/logs/batch_{batch}.log"))
+        return bool(logs) and "timed steps" in logs[0].read_text()
+
+    try:
+        _wait_for(lambda: measuring(3))
+        worker_of(3).send_signal(signal.SIGKILL)
+        _wait_for(lambda: worker_of(4) is not None)
+        parent.send_signal(signal.SIGINT)  # Ctrl-C during batch 4
+        output, _ = parent.communicate(timeout=120)
+    finally:
+        parent.kill()
+    assert parent.returncode == 130, output
+    run_dir = next(tmp_path.iterdir())
+    summary, steps, _ = read_run(run_dir)
+    finished, killed, interrupted = summary["results"]
+    assert finished["batch_size"] == 2 and finished["status"] == "ok" and finished["timed_steps"] == 150
+    assert killed["batch_size"] == 3 and killed["status"] == "error" and "SIGKILL" in killed["error"]
+    assert interrupted["batch_size"] == 4 and interrupted["status"] == "interrupted"
+    assert {row["batch_size"] for row in steps} == {"2"}
+    assert "interrupted" in output

@@ -11,7 +11,8 @@ nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 "$PYTHON" -m pip list 2>/dev/null | grep -E '^(torch|torchvision|nvidia-ml-py|pandas|numpy) ' > "$out/versions.txt"
 
 export BATCH_SIZES="${BATCH_SIZES:-1 2 4 8 16 32 64 96 128 256}"
-for config in "fp32:" "bf16:--channels-last" "fp16:--channels-last"; do
+read -r -a configs <<< "${CONFIGS-fp32: bf16:--channels-last fp16:--channels-last}"
+for config in "${configs[@]}"; do
   PRECISION="${config%%:*}" EXTRA_ARGS="${config#*:}" OUTPUT="$out/throughput" FRAMEWORK=torch \
     bash scripts/measure_throughput.sh "$stop" | tail -14
 done
@@ -33,8 +34,8 @@ if command -v ncu >/dev/null; then
   done
   echo "$metrics" > "$out/ncu_metrics_used.txt"
   ncu --profile-from-start off --target-processes all --csv --print-units base --metrics "$metrics" \
-    --log-file "$out/ncu_resnet50_torch_b64_bf16_cl.csv" \
-    "$PYTHON" benchmarks/gpu/resnet50_steps.py 64 --precision bf16 --channels-last > "$out/ncu_run.log" 2>&1
+    --log-file "$out/ncu_resnet50_torch_b32_bf16_cl.csv" \
+    "$PYTHON" benchmarks/gpu/resnet50_steps.py 32 --precision bf16 --channels-last > "$out/ncu_run.log" 2>&1
   echo "ncu exit $?" >> "$out/ncu_run.log"
   tail -3 "$out/ncu_run.log"
 fi

@@ -1,0 +1,40 @@
+"""End-to-end ``trainbench train`` through the CLI: a run folder, per-epoch metrics, checkpoints, resume."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+TINY = ["--device", "cpu", "--image-size", "32", "--num-classes", "4", "--batch-size", "16",
+        "--synthetic-train-examples", "64", "--synthetic-eval-examples", "32", "--warmup-epochs", "0",
+        "--base-lr", "0.4", "--log-every", "2"]
+
+
+def metrics(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf"])
+def test_train_then_resume_extends_the_same_run(tmp_path: Path, framework: str) -> None:
+    first = run_cli("train", "--framework", framework, "--epochs", "2", *TINY, "--output", str(tmp_path))
+    assert first.returncode == 0, first.stdout + first.stderr
+    run_dir = Path(first.stdout.strip().splitlines()[-1])
+    assert run_dir.parent == tmp_path
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["epochs"] == 2 and config["model"]["framework"] == framework
+    assert "epoch 1/2 step 2/4 loss" in first.stdout  # progress every --log-every steps
+    rows = metrics(run_dir)
+    assert [row["epoch"] for row in rows] == [1, 2]
+    for row in rows:
+        assert 0.0 <= row["eval_top1"] <= row["eval_top5"] <= 1.0
+        assert row["eval_examples"] == 32 and row["train_images_per_sec"] > 0
+
+    resumed = run_cli("train", "--resume", str(run_dir), "--epochs", "3")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "resumed from the checkpoint after epoch 2" in resumed.stdout
+    assert [row["epoch"] for row in metrics(run_dir)] == [1, 2, 3]
+    assert json.loads((run_dir / "config.json").read_text())["epochs"] == 3

@@ -1,0 +1,365 @@
+"""The PyTorch engine: torchvision's ResNet-50, SGD with momentum, autocast for fp16/bf16.
+
+The throughput runner and the end-to-end trainer build the model, the optimizer and the training step with the
+same functions below, so a benchmarked step is exactly the step that training runs.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+import torchvision
+from torch import nn
+
+from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
+from trainbench.data.synthetic import learnable_examples
+from trainbench.errors import UsageError
+from trainbench.training.metrics import top_k_correct
+
+StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+_AUTOCAST_DTYPES: dict[str, torch.dtype | None] = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
+# Host allocation failures reach Python as plain RuntimeErrors; only the message tells them apart.
+# CUBLAS_STATUS_ALLOC_FAILED is cuBLAS failing to get workspace when the GPU is full.
+_OOM_MESSAGES = (
+    "DefaultCPUAllocator: can't allocate memory",
+    "not enough memory",
+    "out of memory",
+    "CUBLAS_STATUS_ALLOC_FAILED",
+)
+_CHECKPOINT = re.compile(r"epoch-(\d+)\.pt")
+_NO_REAL_DATA = "real-data input (TFRecords) is not implemented yet for PyTorch; run without a data directory"
+
+
+# --- shared construction: model, optimizer, one training step ---------------------------------------------------
+
+
+def _resolve_device(requested: str) -> str:
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise UsageError("device 'cuda' requested but PyTorch sees no GPU; use --device cpu or auto")
+    return requested
+
+
+def _prepare_device(model_config: ModelConfig, device: str) -> None:
+    if model_config.precision == "fp16" and torch.device(device).type != "cuda":
+        # ModelConfig rejects an explicit cpu; this catches 'auto' falling back to the CPU.
+        raise UsageError("fp16 needs a GPU; use --precision bf16 or fp32 on the CPU")
+    if torch.device(device).type == "cuda":
+        torch.backends.cudnn.benchmark = True  # fixed input shapes: let cuDNN pick the fastest algorithms
+
+
+def _autocast(device_type: str, dtype: torch.dtype | None) -> torch.autocast:
+    return torch.autocast(device_type, dtype=dtype, enabled=dtype is not None)
+
+
+def _loss(logits: torch.Tensor, labels: torch.Tensor, smoothing: float, reduction: str = "mean") -> torch.Tensor:
+    return F.cross_entropy(logits, labels, label_smoothing=smoothing, reduction=reduction)
+
+
+@dataclass
+class _Parts:
+    model: nn.Module  # the plain module: checkpoints hold its state_dict, evaluation calls it
+    optimizer: torch.optim.SGD
+    scaler: torch.amp.GradScaler | None  # fp16 only
+    step: StepFn  # (images, labels) -> detached loss; queues the work, never synchronises
+    device_type: str
+    autocast_dtype: torch.dtype | None
+
+
+def _build(
+    model_config: ModelConfig, optimizer_config: OptimizerConfig, learning_rate: float, device: str,
+    wrap: Callable[[nn.Module], nn.Module] | None = None,
+) -> _Parts:
+    """Model, optimizer and training step; ``wrap`` adds DistributedDataParallel for multi-GPU training."""
+    torch.manual_seed(model_config.seed)
+    model = torchvision.models.resnet50(weights=None, num_classes=model_config.num_classes).to(device)
+    if model_config.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    forward = wrap(model) if wrap else model
+    if model_config.compile:
+        forward = torch.compile(forward)
+    optimizer = torch.optim.SGD(
+        model.parameters(), lr=learning_rate, momentum=optimizer_config.momentum,
+        weight_decay=optimizer_config.weight_decay,
+    )
+    device_type = torch.device(device).type
+    dtype = _AUTOCAST_DTYPES[model_config.precision]
+    scaler = torch.amp.GradScaler(device_type) if model_config.precision == "fp16" else None
+    step = _make_step(forward, optimizer, scaler, device_type, dtype, optimizer_config.label_smoothing)
+    return _Parts(model, optimizer, scaler, step, device_type, dtype)
+
+
+def _make_step(
+    forward: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None,
+    device_type: str, dtype: torch.dtype | None, smoothing: float,
+) -> StepFn:
+    """One training step as a closure: the benchmark times this and nothing else, so it stays bare."""
+
+    def step(images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        optimizer.zero_grad(set_to_none=True)
+        with _autocast(device_type, dtype):
+            loss = _loss(forward(images), labels, smoothing)
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        return loss.detach()
+
+    return step
+
+
+# --- throughput benchmark ---------------------------------------------------------------------------------------
+
+
+class _Runner:
+    """One random batch made on the device and reused every step, so no input pipeline is measured."""
+
+    def __init__(self, config: BenchConfig, device: str) -> None:
+        model = config.model
+        self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device)
+        generator = torch.Generator(device=device).manual_seed(model.seed)
+        shape = (config.batch_size, 3, model.image_size, model.image_size)
+        images = torch.randn(shape, device=device, generator=generator)
+        if model.channels_last:
+            images = images.contiguous(memory_format=torch.channels_last)
+        self._images = images
+        self._labels = torch.randint(0, model.num_classes, (config.batch_size,), device=device, generator=generator)
+        self._cuda = torch.device(device).type == "cuda"
+        self._train_step = self._parts.step
+
+    @property
+    def model(self) -> nn.Module:
+        return self._parts.model
+
+    def step(self) -> None:
+        self._train_step(self._images, self._labels)
+
+    def sync(self) -> None:
+        if self._cuda:
+            torch.cuda.synchronize()
+
+
+# --- end-to-end training ----------------------------------------------------------------------------------------
+
+
+def _on_device(images: np.ndarray, labels: np.ndarray, device: str, channels_last: bool) -> tuple[torch.Tensor, ...]:
+    """NHWC numpy to NCHW tensors on the device (an NHWC buffer seen as NCHW already is channels_last)."""
+    tensor = torch.from_numpy(images).permute(0, 3, 1, 2)
+    tensor = tensor.contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+    return tensor.to(device), torch.from_numpy(labels).to(device)
+
+
+class _Trainer:
+    def __init__(self, config: TrainConfig) -> None:
+        if config.data is not None:
+            raise UsageError(_NO_REAL_DATA)
+        model = config.model
+        self._world = int(os.environ.get("WORLD_SIZE", "1"))
+        self._rank = int(os.environ.get("RANK", "0"))
+        device = _resolve_device(model.device)
+        wrap: Callable[[nn.Module], nn.Module] | None = None
+        if self._world > 1:
+            device, wrap = self._init_distributed(config, device)
+        _prepare_device(model, device)
+        self._device = device
+        self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device, wrap)
+        self._smoothing = config.optimizer.label_smoothing
+        self.global_batch = config.batch_size
+        self._local_batch = config.batch_size // self._world
+
+        train_n, eval_n = config.synthetic_train_examples, config.synthetic_eval_examples
+
+        def examples(start: int, count: int) -> tuple[torch.Tensor, ...]:
+            arrays = learnable_examples(start, count, model.image_size, model.num_classes, model.seed)
+            return _on_device(*arrays, device, model.channels_last)
+
+        # Evaluation examples are indices past the training set: same seed, hence the same class colours.
+        self._train, self._eval = examples(0, train_n), examples(train_n, eval_n)
+        self.steps_per_epoch = config.steps_per_epoch or math.ceil(train_n / config.batch_size)
+        self.eval_steps = config.eval_steps or math.ceil(eval_n / config.batch_size)
+        # With the default eval_steps every evaluation example is seen once; a larger count cycles the set.
+        self._eval_total = config.eval_steps * config.batch_size if config.eval_steps else eval_n
+
+        # The order of training examples: pass p over the set is a permutation seeded by (seed, p), so the
+        # position in the stream (pass, cursor) is all a checkpoint needs to resume the same batches.
+        self._seed = model.seed
+        self._pass, self._cursor = 0, 0
+        self._order = self._permutation(0)
+        self._loss_sum = torch.zeros((), device=device)
+        self._loss_steps = 0
+        self._parts.model.train()
+
+    def _init_distributed(self, config: TrainConfig, device: str) -> tuple[str, Callable[[nn.Module], nn.Module]]:
+        """One process per GPU, started by torchrun. Not testable on this project's CPU-only CI machine."""
+        if config.batch_size % self._world:
+            raise UsageError(f"batch size {config.batch_size} does not split evenly over {self._world} processes")
+        cuda = device.startswith("cuda")
+        if cuda:
+            device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+            torch.cuda.set_device(device)
+        torch.distributed.init_process_group(backend="nccl" if cuda else "gloo")
+
+        def wrap(module: nn.Module) -> nn.Module:
+            return nn.parallel.DistributedDataParallel(module, device_ids=[device] if cuda else None)
+
+        return device, wrap
+
+    @property
+    def model(self) -> nn.Module:
+        return self._parts.model
+
+    def _permutation(self, pass_number: int) -> torch.Tensor:
+        order = np.random.default_rng((self._seed, pass_number)).permutation(len(self._train[1]))
+        return torch.from_numpy(order).to(self._device)
+
+    def _next_indices(self) -> torch.Tensor:
+        """The next global batch of training indices, always full: a batch can span two passes over the set."""
+        chunks, needed = [], self.global_batch
+        while needed:
+            if self._cursor == len(self._order):
+                self._pass, self._cursor = self._pass + 1, 0
+                self._order = self._permutation(self._pass)
+            chunk = self._order[self._cursor:self._cursor + needed]
+            self._cursor += len(chunk)
+            needed -= len(chunk)
+            chunks.append(chunk)
+        indices = chunks[0] if len(chunks) == 1 else torch.cat(chunks)
+        return indices[self._rank * self._local_batch:(self._rank + 1) * self._local_batch]
+
+    @staticmethod
+    def _batch(data: tuple[torch.Tensor, ...], indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return data[0][indices], data[1][indices]  # gathering rows keeps a channels_last layout
+
+    def train_step(self, learning_rate: float) -> None:
+        for group in self._parts.optimizer.param_groups:
+            group["lr"] = learning_rate
+        self._loss_sum += self._parts.step(*self._batch(self._train, self._next_indices()))
+        self._loss_steps += 1
+
+    def mean_loss(self) -> float:
+        """This process's mean: with several GPUs each rank reports its own share of the batch."""
+        if not self._loss_steps:
+            return math.nan
+        mean = float(self._loss_sum) / self._loss_steps  # float() synchronises
+        self._loss_sum.zero_()
+        self._loss_steps = 0
+        return mean
+
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, float]:
+        """Loss (the training criterion, so it compares with the training loss), top-1 and top-5 accuracy."""
+        parts = self._parts
+        parts.model.eval()  # the plain model: a compiled one would recompile for eval mode and the last partial batch
+        totals = np.zeros(4)  # loss sum, top-1 hits, top-5 hits, examples
+        eval_n = len(self._eval[1])
+        for start in range(0, self._eval_total, self.global_batch):
+            stop = min(start + self.global_batch, self._eval_total)
+            share = math.ceil((stop - start) / self._world)
+            positions = torch.arange(start + self._rank * share, min(start + (self._rank + 1) * share, stop))
+            if not len(positions):  # a rank past the end of a short last batch
+                continue
+            images, labels = self._batch(self._eval, (positions % eval_n).to(self._device))
+            with _autocast(parts.device_type, parts.autocast_dtype):
+                logits = parts.model(images).float()
+            loss = _loss(logits, labels, self._smoothing, reduction="sum")
+            logits_np, labels_np = logits.cpu().numpy(), labels.cpu().numpy()
+            totals += (float(loss), top_k_correct(logits_np, labels_np, 1), top_k_correct(logits_np, labels_np, 5),
+                       len(labels_np))
+        if self._world > 1:
+            summed = torch.tensor(totals, device=self._device)
+            torch.distributed.all_reduce(summed)
+            totals = summed.cpu().numpy()
+        parts.model.train()
+        loss_sum, top1, top5, examples = totals
+        return {"loss": loss_sum / examples, "top1": top1 / examples, "top5": top5 / examples,
+                "examples": float(examples)}
+
+    def save(self, directory: Path, epoch: int) -> None:
+        if self._rank == 0:
+            parts = self._parts
+            state = {
+                "epoch": epoch,
+                "model": parts.model.state_dict(),
+                "optimizer": parts.optimizer.state_dict(),
+                "scaler": parts.scaler.state_dict() if parts.scaler else None,
+                "data_position": (self._pass, self._cursor),
+            }
+            final = Path(directory) / f"epoch-{epoch:04d}.pt"
+            temporary = final.with_name(f".{final.name}.tmp")  # never matches the checkpoint pattern
+            with open(temporary, "wb") as out:
+                torch.save(state, out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, final)
+        if self._world > 1:
+            torch.distributed.barrier()  # no rank may restore or move on before the file exists
+
+    def restore(self, directory: Path) -> int:
+        found = [(int(match[1]), path) for path in Path(directory).glob("epoch-*.pt")
+                 if (match := _CHECKPOINT.fullmatch(path.name))]
+        if not found:
+            return 0
+        _, path = max(found)
+        state = torch.load(path, map_location=self._device, weights_only=True)
+        parts = self._parts
+        parts.model.load_state_dict(state["model"])
+        parts.optimizer.load_state_dict(state["optimizer"])
+        if parts.scaler is not None and state["scaler"] is not None:
+            parts.scaler.load_state_dict(state["scaler"])
+        self._pass, self._cursor = state["data_position"]
+        self._order = self._permutation(self._pass)
+        return int(state["epoch"])
+
+
+# --- the engine -------------------------------------------------------------------------------------------------
+
+
+class TorchEngine:
+    name = "torch"
+
+    def versions(self) -> dict[str, Any]:
+        gpus = [torch.cuda.get_device_name(index) for index in range(torch.cuda.device_count())]
+        return {
+            "framework": "torch",
+            "torch": torch.__version__,
+            "torchvision": torchvision.__version__,
+            "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version() or None,
+            "devices": ["cpu", *gpus],
+            "threads": torch.get_num_threads(),
+        }
+
+    def resolve_device(self, requested: str) -> str:
+        return _resolve_device(requested)
+
+    def make_runner(self, config: BenchConfig) -> _Runner:
+        if config.data is not None:
+            raise UsageError(_NO_REAL_DATA)
+        device = _resolve_device(config.model.device)
+        _prepare_device(config.model, device)
+        return _Runner(config, device)
+
+    def is_out_of_memory(self, error: BaseException) -> bool:
+        if isinstance(error, (torch.OutOfMemoryError, MemoryError)):
+            return True
+        return isinstance(error, RuntimeError) and any(message in str(error) for message in _OOM_MESSAGES)
+
+    def make_trainer(self, config: TrainConfig) -> _Trainer:
+        return _Trainer(config)
+
+
+ENGINE = TorchEngine()

@@ -1,0 +1,242 @@
+"""The PyTorch engine on the CPU: tiny images, tiny batches, real training steps."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
+from trainbench.engines.torch_engine import ENGINE
+from trainbench.errors import UsageError
+from trainbench.training.loop import CHECKPOINTS, METRICS_FILE, train
+
+
+def bench_config(**model: object) -> BenchConfig:
+    return BenchConfig(model=ModelConfig(image_size=32, num_classes=10, device="cpu", **model), batch_size=2)
+
+
+def train_config(**overrides: object) -> TrainConfig:
+    """A few steps on a few examples: checkpoints and resuming, not learning."""
+    settings: dict[str, object] = dict(
+        model=ModelConfig(image_size=32, num_classes=4, device="cpu"), epochs=2, batch_size=4, warmup_epochs=0,
+        decay_epochs=(), synthetic_train_examples=8, synthetic_eval_examples=4, log_every=1000,
+    )
+    settings.update(overrides)
+    return TrainConfig(**settings)  # type: ignore[arg-type]
+
+
+def quiet(_: str) -> None:
+    pass
+
+
+def snapshot(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: value.detach().clone() for name, value in module.state_dict().items()}
+
+
+def capture_input(module: torch.nn.Module, seen: list[torch.Tensor]) -> None:
+    module.register_forward_hook(lambda _module, inputs, output: seen.extend([inputs[0], output]))
+
+
+# --- throughput runner ------------------------------------------------------------------------------------------
+
+
+def test_runner_step_updates_weights_and_batch_norm_statistics() -> None:
+    runner = ENGINE.make_runner(bench_config())
+    before = snapshot(runner.model)
+    runner.step()
+    runner.sync()
+    after = runner.model.state_dict()
+    for name in ("conv1.weight", "layer4.2.conv3.weight", "fc.weight", "fc.bias", "bn1.running_mean"):
+        assert not torch.equal(before[name], after[name]), name
+    assert all(torch.isfinite(value).all() for value in after.values() if value.is_floating_point())
+
+
+@pytest.mark.parametrize("precision, dtype", [("fp32", torch.float32), ("bf16", torch.bfloat16)])
+def test_runner_computes_in_the_requested_precision(precision: str, dtype: torch.dtype) -> None:
+    runner = ENGINE.make_runner(bench_config(precision=precision))
+    seen: list[torch.Tensor] = []
+    capture_input(runner.model.fc, seen)
+    before = runner.model.fc.weight.detach().clone()
+    for _ in range(2):
+        runner.step()
+    runner.sync()
+    assert [tensor.dtype for tensor in seen[1::2]] == [dtype, dtype]  # autocast reached the last layer
+    assert runner.model.fc.weight.dtype == torch.float32  # master weights stay fp32 under autocast
+    assert not torch.equal(before, runner.model.fc.weight)
+
+
+def test_runner_channels_last_keeps_model_and_input_in_nhwc() -> None:
+    runner = ENGINE.make_runner(bench_config(channels_last=True))
+    seen: list[torch.Tensor] = []
+    capture_input(runner.model.conv1, seen)
+    runner.step()
+    runner.sync()
+    assert runner.model.conv1.weight.is_contiguous(memory_format=torch.channels_last)
+    assert seen[0].is_contiguous(memory_format=torch.channels_last)
+    assert not seen[0].is_contiguous()  # a real NHWC layout, not a tensor that happens to satisfy both
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
+def test_fp16_needs_a_gpu_even_when_auto_falls_back_to_the_cpu() -> None:
+    config = BenchConfig(model=ModelConfig(precision="fp16", device="auto", image_size=32), batch_size=2)
+    with pytest.raises(UsageError, match="fp16 needs a GPU"):
+        ENGINE.make_runner(config)
+
+
+def test_runner_rejects_real_data() -> None:
+    with pytest.raises(UsageError, match="not implemented"):
+        ENGINE.make_runner(BenchConfig(model=ModelConfig(device="cpu"), batch_size=2, data="/data/imagenet"))
+
+
+# --- devices, errors, versions ----------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
+def test_resolve_device_without_a_gpu() -> None:
+    assert ENGINE.resolve_device("auto") == "cpu"
+    assert ENGINE.resolve_device("cpu") == "cpu"
+    with pytest.raises(UsageError) as error:
+        ENGINE.resolve_device("cuda")
+    assert "\n" not in str(error.value)
+
+
+def test_is_out_of_memory_recognises_a_real_host_allocation_failure() -> None:
+    with pytest.raises(RuntimeError) as error:
+        torch.empty(10**15)  # 4 PB: more than any address space, whatever the overcommit policy
+    assert ENGINE.is_out_of_memory(error.value)
+    assert ENGINE.is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert ENGINE.is_out_of_memory(MemoryError())
+
+
+def test_is_out_of_memory_rejects_other_errors() -> None:
+    assert not ENGINE.is_out_of_memory(ValueError("batch size must be positive"))
+    assert not ENGINE.is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"))
+    assert not ENGINE.is_out_of_memory(KeyboardInterrupt())
+
+
+def test_versions_describe_the_installation() -> None:
+    versions = ENGINE.versions()
+    assert versions["torch"] == torch.__version__
+    assert versions["cuda"] == torch.version.cuda
+    assert "cpu" in versions["devices"]
+    assert len(versions["devices"]) == 1 + torch.cuda.device_count()
+    assert versions["threads"] == torch.get_num_threads()
+    json.dumps(versions)  # it goes into env.json
+
+
+# --- end-to-end training ----------------------------------------------------------------------------------------
+
+
+def test_trainer_learns_the_learnable_synthetic_set(tmp_path: Path) -> None:
+    # ResNet-50 on batches of 8 trains erratically with momentum 0.9 and its eval-mode batch-norm statistics lag;
+    # momentum 0.5 and a decay before the last epoch reached top-1 >= 0.94 on every seed tried.
+    batch = 8
+    config = train_config(
+        optimizer=OptimizerConfig(base_learning_rate=0.01 * 256 / batch, momentum=0.5), epochs=4, batch_size=batch,
+        decay_epochs=(3,), synthetic_train_examples=64, synthetic_eval_examples=64,
+    )
+    trainer = ENGINE.make_trainer(config)
+    assert (trainer.steps_per_epoch, trainer.eval_steps, trainer.global_batch) == (8, 8, 8)
+    rows = train(config, trainer, tmp_path, quiet)
+    assert [row["eval_examples"] for row in rows] == [64.0] * 4
+    assert rows[0]["eval_top1"] < 0.5  # chance is 0.25: the first epoch has not learned it yet
+    assert rows[-1]["eval_top1"] >= 0.75
+    assert rows[-1]["eval_loss"] < 1.0
+
+
+def test_training_batches_are_full_and_cover_the_set_each_pass() -> None:
+    trainer = ENGINE.make_trainer(train_config(synthetic_train_examples=10))
+    assert trainer.steps_per_epoch == 3
+    batches = [trainer._next_indices().tolist() for _ in range(5)]  # 20 indices: two passes over 10 examples
+    assert all(len(batch) == 4 for batch in batches)
+    flat = [index for batch in batches for index in batch]
+    assert sorted(flat[:10]) == sorted(flat[10:]) == list(range(10))
+    assert flat[:10] != flat[10:]  # each pass is shuffled anew
+
+
+def test_evaluate_counts_every_example_once_or_cycles_for_more_steps() -> None:
+    trainer = ENGINE.make_trainer(train_config(synthetic_eval_examples=6))
+    assert trainer.eval_steps == 2
+    assert trainer.evaluate()["examples"] == 6
+    trainer = ENGINE.make_trainer(train_config(synthetic_eval_examples=6, eval_steps=3))
+    result = trainer.evaluate()
+    assert result["examples"] == 12
+    assert 0 <= result["top1"] <= result["top5"] == 1.0  # top-5 of 4 classes
+    assert trainer.model.training  # back in training mode
+
+
+def test_trainer_feeds_channels_last_batches() -> None:
+    model = ModelConfig(image_size=32, num_classes=4, device="cpu", channels_last=True)
+    trainer = ENGINE.make_trainer(train_config(model=model))
+    seen: list[torch.Tensor] = []
+    capture_input(trainer.model.conv1, seen)
+    trainer.train_step(0.01)
+    assert seen[0].is_contiguous(memory_format=torch.channels_last) and not seen[0].is_contiguous()
+    assert trainer.mean_loss() > 0
+
+
+def test_mean_loss_averages_since_the_last_call() -> None:
+    trainer = ENGINE.make_trainer(train_config())
+    assert torch.isnan(torch.tensor(trainer.mean_loss()))
+    trainer.train_step(0.01)
+    trainer.train_step(0.01)
+    first = trainer.mean_loss()
+    assert first > 0 and torch.isfinite(torch.tensor(first))
+    assert torch.isnan(torch.tensor(trainer.mean_loss()))  # reset by the previous call
+
+
+def test_trainer_rejects_real_data() -> None:
+    with pytest.raises(UsageError, match="not implemented"):
+        ENGINE.make_trainer(train_config(data="/data/imagenet"))
+
+
+@pytest.fixture(scope="module")
+def two_epochs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, torch.Tensor]]:
+    """A run directory after 2 epochs, and the weights the trainer ended with."""
+    run_dir = tmp_path_factory.mktemp("two_epochs")
+    trainer = ENGINE.make_trainer(train_config())
+    train(train_config(), trainer, run_dir, quiet)
+    return run_dir, snapshot(trainer.model)
+
+
+def test_checkpoints_are_written_whole_and_restored_exactly(two_epochs: tuple[Path, dict[str, torch.Tensor]]) -> None:
+    run_dir, weights = two_epochs
+    names = sorted(path.name for path in (run_dir / CHECKPOINTS).iterdir())
+    assert names == ["epoch-0001.pt", "epoch-0002.pt"]  # no temporary file left behind
+    trainer = ENGINE.make_trainer(train_config())
+    assert not torch.equal(trainer.model.fc.weight, weights["fc.weight"])
+    assert trainer.restore(run_dir / CHECKPOINTS) == 2
+    restored = trainer.model.state_dict()
+    assert restored.keys() == weights.keys()
+    for name, value in weights.items():
+        assert torch.equal(restored[name], value), name
+
+
+def test_restore_without_checkpoints_returns_zero(tmp_path: Path) -> None:
+    trainer = ENGINE.make_trainer(train_config())
+    (tmp_path / ".epoch-0003.pt.tmp").write_bytes(b"an interrupted save")
+    assert trainer.restore(tmp_path) == 0
+
+
+def test_resume_continues_where_the_checkpoint_left_off(
+    two_epochs: tuple[Path, dict[str, torch.Tensor]], tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(two_epochs[0], run_dir)
+    config = train_config(epochs=3, resume=True)
+    resumed = ENGINE.make_trainer(config)
+    rows = train(config, resumed, run_dir, quiet)
+    assert [row["epoch"] for row in rows] == [3]
+    lines = (run_dir / METRICS_FILE).read_text().splitlines()
+    assert [json.loads(line)["epoch"] for line in lines] == [1, 2, 3]
+
+    # Momentum buffers and the position in the shuffled data travel in the checkpoint: resuming ends where an
+    # uninterrupted run of 3 epochs ends.
+    straight = ENGINE.make_trainer(train_config(epochs=3))
+    train(train_config(epochs=3), straight, tmp_path / "straight", quiet)
+    for name, value in straight.model.state_dict().items():
+        assert torch.allclose(resumed.model.state_dict()[name].float(), value.float(), rtol=1e-4, atol=1e-6), name

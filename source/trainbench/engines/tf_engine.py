@@ -1,0 +1,416 @@
+"""The TensorFlow engine: tf-models-official's ResNet-50 with a compiled custom training step.
+
+Model: ``official.legacy.image_classification.resnet.resnet_model.resnet50``, the Keras ResNet-50 v1.5 that
+tf-models-official trained ImageNet with. It is built on tf_keras (Keras 2), so this module uses tf_keras for
+layers, optimizer and mixed precision throughout, never Keras 3. The builder fixes the input at 224x224; for
+other sizes the same model is cloned onto a new ``Input`` (``tf_keras.models.clone_model``): identical layers and
+configuration, only the input shape differs (the network ends in global average pooling, so any size >= 32 works).
+
+Training step (shared by the benchmark runner and the trainer), per replica:
+
+- loss = categorical cross-entropy with label smoothing on the model's float32 softmax output (sparse labels are
+  made one-hot), summed over the replica's examples and divided by the *global* batch, so gradients all-reduced
+  (summed) over replicas are those of the global mean;
+- weight decay: the model is built with ``use_l2_regularizer=False`` and the penalty
+  ``weight_decay * sum(||w||^2) / 2`` is added here, over exactly the variables the model's own regulariser would
+  cover (convolution kernels, the classifier's kernel and bias; not batch norm). Its gradient is
+  ``weight_decay * w``, the same as ``torch.optim.SGD(weight_decay=...)``. (The model's built-in regulariser is
+  ``L2(1e-4)`` = ``1e-4 * ||w||^2``, fixed at 1e-4 and twice as strong in the gradient; it would ignore
+  ``OptimizerConfig.weight_decay``.)
+- tf_keras SGD with momentum; ``mixed_float16`` adds a dynamic ``LossScaleOptimizer``;
+- ``tf.function``, with ``jit_compile=True`` when ``ModelConfig.xla`` (XLA is then also used for the optimizer's
+  update; with ``xla=False`` nothing is XLA-compiled).
+
+The logged training loss is the (label-smoothed) cross-entropy alone, without the weight-decay penalty, as a
+PyTorch ``CrossEntropyLoss`` would report it; the evaluation loss is the same criterion on the evaluation set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import math
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# The official model code calls ``tf.initializers``, which TensorFlow routes to Keras 3 unless this is set: the
+# classifier would then get a Keras 3 initializer inside a tf_keras model. TensorFlow reads it when ``tf.keras``
+# or ``tf.initializers`` is first touched (and at import, for ``from tensorflow.keras import``), so set it first.
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+from official.legacy.image_classification.resnet import resnet_model
+
+from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
+from trainbench.data.synthetic import learnable_examples
+from trainbench.errors import UsageError
+from trainbench.training.metrics import top_k_correct
+
+_POLICIES = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
+_OOM_MARKERS = ("oom when allocating", "out of memory", "failed to allocate")
+_CHECKPOINTS_KEPT = 3
+_NO_REAL_DATA = "real-data input (TFRecords) is not implemented yet for TensorFlow; leave --data out"
+
+
+# --- devices and strategy -------------------------------------------------------------------------------------
+
+
+def _gpus() -> list[Any]:
+    gpus = tf.config.list_physical_devices("GPU")
+    for gpu in gpus:
+        # Grow on demand instead of taking all memory up front: the OOM probe of a batch-size sweep then fails on
+        # what the step needs, and nvidia-smi shows real use. Too late once the GPU is initialised; that's fine.
+        with contextlib.suppress(RuntimeError, ValueError):
+            tf.config.experimental.set_memory_growth(gpu, True)
+    return gpus
+
+
+def _resolve_device(requested: str) -> str:
+    if requested == "auto":
+        return "cuda" if _gpus() else "cpu"
+    if requested == "cuda" and not _gpus():
+        raise UsageError("device cuda requested but TensorFlow sees no GPU")
+    if requested not in ("cpu", "cuda"):
+        raise UsageError(f"unknown device {requested!r}: choose one of auto, cpu, cuda")
+    return requested
+
+
+def _strategy(model: ModelConfig) -> tf.distribute.Strategy:
+    """MirroredStrategy over all GPUs when there are several, else one device (also the CPU on a GPU machine)."""
+    device = _resolve_device(model.device)
+    if device == "cpu" and model.precision == "fp16":
+        raise UsageError("fp16 needs a GPU; use --precision bf16 or fp32 on the CPU")
+    if device == "cuda" and len(_gpus()) > 1:
+        return tf.distribute.MirroredStrategy()
+    return tf.distribute.OneDeviceStrategy("/gpu:0" if device == "cuda" else "/cpu:0")
+
+
+# --- model, optimizer, step ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _policy(precision: str) -> Iterator[None]:
+    """The mixed-precision policy is process-global: set it for building one model only, then put it back."""
+    previous = tf_keras.mixed_precision.global_policy()
+    tf_keras.mixed_precision.set_global_policy(_POLICIES[precision])
+    try:
+        yield
+    finally:
+        tf_keras.mixed_precision.set_global_policy(previous)
+
+
+def _build_model(model: ModelConfig) -> tf_keras.Model:
+    """tf-models-official's ResNet-50, on ``image_size`` inputs. Call inside the strategy scope and policy."""
+    network = resnet_model.resnet50(num_classes=model.num_classes, use_l2_regularizer=False)
+    if model.image_size != 224:  # the builder hard-codes 224x224; reuse its exact layers on another input shape
+        inputs = tf_keras.layers.Input(shape=(model.image_size, model.image_size, 3))
+        network = tf_keras.models.clone_model(network, input_tensors=inputs)
+    return network
+
+
+def _decayed_variables(network: tf_keras.Model) -> list[tf.Variable]:
+    """The variables the official model's L2 regulariser would cover: conv kernels, the classifier's weights."""
+    variables: list[tf.Variable] = []
+    for layer in network.layers:
+        if isinstance(layer, tf_keras.layers.Conv2D):
+            variables.append(layer.kernel)
+        elif isinstance(layer, tf_keras.layers.Dense):
+            variables.extend([layer.kernel, layer.bias])
+    return variables
+
+
+@dataclass
+class _Parts:
+    """Everything a training step needs, built once per runner or trainer."""
+
+    strategy: tf.distribute.Strategy
+    network: tf_keras.Model
+    optimizer: tf_keras.optimizers.Optimizer
+    replica_step: Callable[..., tf.Tensor]  # (images, labels) -> this replica's share of the mean loss
+    global_batch: int
+
+
+def _build_parts(
+    model: ModelConfig, optimizer_config: OptimizerConfig, strategy: tf.distribute.Strategy, per_replica_batch: int
+) -> _Parts:
+    replicas = strategy.num_replicas_in_sync
+    global_batch = per_replica_batch * replicas
+    tf_keras.utils.set_random_seed(model.seed)  # same initial weights for the same seed (python, numpy, tf)
+    with _policy(model.precision), strategy.scope():
+        network = _build_model(model)
+        optimizer = tf_keras.optimizers.SGD(
+            learning_rate=optimizer_config.learning_rate(global_batch),
+            momentum=optimizer_config.momentum,
+            jit_compile=model.xla,
+        )
+        if model.precision == "fp16":
+            optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+        # Create the momentum slots now, not at the first step: a checkpoint then restores into them immediately.
+        optimizer.build(network.trainable_variables)
+    variables = network.trainable_variables
+    decayed = _decayed_variables(network)
+    weight_decay = optimizer_config.weight_decay
+    smoothing = optimizer_config.label_smoothing
+    scale_loss = model.precision == "fp16"
+
+    def replica_step(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
+        one_hot = tf.one_hot(labels, model.num_classes)
+        with tf.GradientTape() as tape:
+            probabilities = network(images, training=True)
+            per_example = tf_keras.losses.categorical_crossentropy(one_hot, probabilities, label_smoothing=smoothing)
+            loss = tf.reduce_sum(per_example) / global_batch
+            # Each replica adds its share of the penalty: the all-reduce sums the shares to one whole penalty.
+            total = loss + weight_decay * tf.add_n([tf.nn.l2_loss(v) for v in decayed]) / replicas
+            if scale_loss:
+                total = optimizer.get_scaled_loss(total)
+        grads = tape.gradient(total, variables)
+        if scale_loss:
+            grads = optimizer.get_unscaled_gradients(grads)
+        optimizer.apply_gradients(zip(grads, variables, strict=True))
+        return loss
+
+    if model.xla:
+        # The whole per-replica step is one XLA program, as in Keras' fit(jit_compile=True); MirroredStrategy
+        # supports that on GPUs (it then all-reduces with collectives inside the program, without merge_call).
+        replica_step = tf.function(replica_step, jit_compile=True)
+    return _Parts(strategy, network, optimizer, replica_step, global_batch)
+
+
+# --- benchmark runner ---------------------------------------------------------------------------------------
+
+
+class _Runner:
+    """One random batch on the device, trained on again and again by one compiled step."""
+
+    def __init__(self, parts: _Parts, model: ModelConfig, per_replica_batch: int) -> None:
+        self.images_per_step: int = parts.global_batch  # all replicas: what images/s must count
+        strategy = parts.strategy
+
+        def make_batch(context: tf.distribute.experimental.ValueContext) -> tuple[tf.Tensor, tf.Tensor]:
+            # Created on the replica's own device, so no step ever copies input from the host.
+            with tf.device(strategy.extended.worker_devices[context.replica_id_in_sync_group]):
+                shape = (per_replica_batch, model.image_size, model.image_size, 3)
+                images = tf.random.normal(shape, seed=model.seed)
+                labels = tf.random.uniform((per_replica_batch,), 0, model.num_classes, tf.int32, seed=model.seed)
+                return images, labels
+
+        images, labels = strategy.experimental_distribute_values_from_function(make_batch)
+        replica_step = parts.replica_step
+
+        @tf.function
+        def step() -> None:
+            # Captured, not passed: no argument handling on the host per call; nothing is returned or fetched.
+            strategy.run(replica_step, args=(images, labels))
+
+        self._step = step
+        self.network = parts.network  # for inspection (tests)
+
+    def step(self) -> None:
+        self._step()
+
+    def sync(self) -> None:
+        tf.test.experimental.sync_devices()
+
+
+# --- end-to-end trainer -------------------------------------------------------------------------------------
+
+
+def _pad_to_batches(images: np.ndarray, labels: np.ndarray, batch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Append zero examples up to a whole number of batches; the third array says which examples are real."""
+    padding = -len(labels) % batch
+    valid = np.arange(len(labels) + padding) < len(labels)
+    images = np.concatenate([images, np.zeros((padding, *images.shape[1:]), images.dtype)])
+    labels = np.concatenate([labels, np.zeros(padding, labels.dtype)])
+    return images, labels, valid
+
+
+def _synthetic_datasets(config: TrainConfig, global_batch: int) -> tuple[tf.data.Dataset, tf.data.Dataset]:
+    """The learnable synthetic set: endless shuffled training batches, endless passes over the evaluation set."""
+    model = config.model
+    train = config.synthetic_train_examples
+    # Evaluation examples are the indices right after the training ones: same seed, same class colours.
+    train_set = learnable_examples(0, train, model.image_size, model.num_classes, model.seed)
+    eval_set = learnable_examples(
+        train, config.synthetic_eval_examples, model.image_size, model.num_classes, model.seed
+    )
+    train_data = (
+        tf.data.Dataset.from_tensor_slices(train_set)
+        .shuffle(train, seed=model.seed, reshuffle_each_iteration=True)
+        .repeat()
+        # Full batches only (static shapes, even split over replicas); a batch may straddle two passes.
+        .batch(global_batch, drop_remainder=True)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    # Padded to whole batches with masked-out examples: a partial batch would hand some replica an empty one
+    # (which the CPU convolution rejects) and would cost a second trace or XLA compilation.
+    eval_data = (
+        tf.data.Dataset.from_tensor_slices(_pad_to_batches(*eval_set, global_batch))
+        .batch(global_batch, drop_remainder=True)
+        .repeat()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    return train_data, eval_data
+
+
+class _Trainer:
+    def __init__(self, config: TrainConfig) -> None:
+        if config.data is not None:
+            raise UsageError(_NO_REAL_DATA)
+        strategy = _strategy(config.model)
+        replicas = strategy.num_replicas_in_sync
+        if config.batch_size % replicas:
+            raise UsageError(f"batch size {config.batch_size} does not split evenly over {replicas} GPUs")
+        parts = _build_parts(config.model, config.optimizer, strategy, config.batch_size // replicas)
+        self._parts = parts
+        self.network = parts.network
+        self.global_batch: int = parts.global_batch
+        model = config.model
+        self.steps_per_epoch: int = config.steps_per_epoch or math.ceil(
+            config.synthetic_train_examples / self.global_batch
+        )
+        self.eval_steps: int = config.eval_steps or math.ceil(config.synthetic_eval_examples / self.global_batch)
+        train_data, eval_data = _synthetic_datasets(config, self.global_batch)
+        self._train_iterator = iter(strategy.experimental_distribute_dataset(train_data))
+        self._eval_data = strategy.experimental_distribute_dataset(eval_data)
+
+        with strategy.scope():
+            self._loss_sum = tf.Variable(0.0, trainable=False, dtype=tf.float32)
+            self._loss_steps = tf.Variable(0.0, trainable=False, dtype=tf.float32)
+            self._epoch = tf.Variable(0, trainable=False, dtype=tf.int64)
+        self._checkpoint = tf.train.Checkpoint(model=self.network, optimizer=parts.optimizer, epoch=self._epoch)
+        self._managers: dict[Path, tf.train.CheckpointManager] = {}
+
+        replica_step = parts.replica_step
+        network = self.network
+
+        @tf.function
+        def train_step(iterator: Any) -> None:
+            images, labels = next(iterator)
+            loss = strategy.run(replica_step, args=(images, labels))
+            # Accumulated on the device: no host fetch per step, mean_loss() reads it once per log interval.
+            self._loss_sum.assign_add(strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None))
+            self._loss_steps.assign_add(1.0)
+
+        def replica_eval(images: tf.Tensor, labels: tf.Tensor, valid: tf.Tensor) -> tuple[tf.Tensor, ...]:
+            probabilities = network(images, training=False)
+            one_hot = tf.one_hot(labels, model.num_classes)
+            # The training criterion (label smoothing included), so the two losses compare.
+            losses = tf_keras.losses.categorical_crossentropy(
+                one_hot, probabilities, label_smoothing=config.optimizer.label_smoothing
+            )
+            return probabilities, losses, labels, valid
+
+        if model.xla:
+            replica_eval = tf.function(replica_eval, jit_compile=True)
+
+        @tf.function
+        def eval_step(iterator: Any) -> Any:
+            return strategy.run(replica_eval, args=next(iterator))
+
+        self._train_step = train_step
+        self._eval_step = eval_step
+
+    def train_step(self, learning_rate: float) -> None:
+        self._parts.optimizer.learning_rate.assign(learning_rate)
+        self._train_step(self._train_iterator)
+
+    def mean_loss(self) -> float:
+        steps = float(self._loss_steps.numpy())
+        total = float(self._loss_sum.numpy())
+        self._loss_sum.assign(0.0)
+        self._loss_steps.assign(0.0)
+        return total / steps if steps else math.nan
+
+    def evaluate(self) -> dict[str, float]:
+        strategy = self._parts.strategy
+        iterator = iter(self._eval_data)  # from the start: every evaluation sees the same examples
+        outputs: list[list[np.ndarray]] = [[], [], [], []]
+        for _ in range(self.eval_steps):
+            for collected, values in zip(outputs, self._eval_step(iterator), strict=True):
+                collected.extend(part.numpy() for part in strategy.experimental_local_results(values))
+        probabilities, losses, labels, valid = (np.concatenate(collected) for collected in outputs)
+        probabilities, losses, labels = probabilities[valid], losses[valid], labels[valid]
+        count = len(labels)
+        return {
+            "loss": float(losses.mean()),
+            "top1": top_k_correct(probabilities, labels, 1) / count,
+            "top5": top_k_correct(probabilities, labels, 5) / count,
+            "examples": float(count),
+        }
+
+    def _manager(self, directory: Path) -> tf.train.CheckpointManager:
+        directory = Path(directory)
+        if directory not in self._managers:
+            self._managers[directory] = tf.train.CheckpointManager(
+                self._checkpoint, str(directory), max_to_keep=_CHECKPOINTS_KEPT
+            )
+        return self._managers[directory]
+
+    def save(self, directory: Path, epoch: int) -> None:
+        # Complete-or-absent: TensorFlow writes the data and index files under temporary names and renames them,
+        # and only then rewrites the 'checkpoint' state file (itself atomically) that names the newest checkpoint.
+        # A crash mid-save leaves that file pointing at the previous complete checkpoint.
+        self._epoch.assign(epoch)
+        self._manager(directory).save(checkpoint_number=epoch)
+
+    def restore(self, directory: Path) -> int:
+        latest = self._manager(directory).latest_checkpoint
+        if latest is None:
+            return 0
+        self._checkpoint.restore(latest).assert_existing_objects_matched()
+        return int(self._epoch.numpy())
+
+
+# --- the engine ---------------------------------------------------------------------------------------------
+
+
+class TensorFlowEngine:
+    name = "tf"
+
+    def versions(self) -> dict[str, Any]:
+        build = tf.sysconfig.get_build_info()
+        gpus = tf.config.list_physical_devices("GPU")
+        return {
+            "tensorflow": tf.__version__,
+            "tf_models_official": importlib.metadata.version("tf-models-official"),
+            "tf_keras": tf_keras.__version__,
+            "cuda": build.get("cuda_version"),
+            "cudnn": build.get("cudnn_version"),
+            "devices": [device.name for device in tf.config.list_physical_devices()],
+            "gpu_names": [tf.config.experimental.get_device_details(gpu).get("device_name") for gpu in gpus],
+            "xla_auto_jit": tf.config.optimizer.get_jit(),  # tf.function(jit_compile=...) is set per run instead
+            "tf_xla_flags": os.environ.get("TF_XLA_FLAGS", ""),
+        }
+
+    def resolve_device(self, requested: str) -> str:
+        return _resolve_device(requested)
+
+    def make_runner(self, config: BenchConfig) -> _Runner:
+        if config.data is not None:
+            raise UsageError(_NO_REAL_DATA)
+        parts = _build_parts(config.model, config.optimizer, _strategy(config.model), config.batch_size)
+        return _Runner(parts, config.model, config.batch_size)
+
+    def is_out_of_memory(self, error: BaseException) -> bool:
+        seen: set[int] = set()
+        current: BaseException | None = error
+        while current is not None and id(current) not in seen:  # also when wrapped (raise ... from oom)
+            seen.add(id(current))
+            if isinstance(current, tf.errors.ResourceExhaustedError | MemoryError):
+                return True
+            message = str(current).lower()
+            if any(marker in message for marker in _OOM_MARKERS):
+                return True
+            current = current.__cause__ or current.__context__
+        return False
+
+    def make_trainer(self, config: TrainConfig) -> _Trainer:
+        return _Trainer(config)
+
+
+ENGINE = TensorFlowEngine()

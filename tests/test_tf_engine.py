@@ -1,0 +1,311 @@
+"""The TensorFlow engine on the CPU, with a small ResNet-50 input (32x32) so each test takes seconds.
+
+TensorFlow and PyTorch must not be imported into one process (it crashes), so nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+# Skipped, not failed, where the TensorFlow extra is not installed.
+pytest.importorskip("tensorflow")
+pytest.importorskip("official")
+
+import tensorflow as tf
+import tf_keras
+
+from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
+from trainbench.engines import load_engine
+from trainbench.engines.tf_engine import ENGINE
+from trainbench.errors import UsageError
+from trainbench.training.loop import METRICS_FILE, train
+
+SOURCE = Path(__file__).resolve().parents[1] / "source"
+HAS_GPU = bool(tf.config.list_physical_devices("GPU"))
+
+
+def model_config(**overrides: object) -> ModelConfig:
+    settings: dict[str, object] = {"framework": "tf", "image_size": 32, "num_classes": 10, "device": "cpu"}
+    settings.update(overrides)
+    return ModelConfig(**settings)  # type: ignore[arg-type]
+
+
+def bench_config(batch_size: int = 4, **overrides: object) -> BenchConfig:
+    return BenchConfig(model=model_config(**overrides), batch_size=batch_size)
+
+
+@pytest.fixture(autouse=True)
+def no_policy_leak():
+    """The mixed-precision policy is process-global: no test may leave another one behind."""
+    tf_keras.mixed_precision.set_global_policy("float32")
+    yield
+    policy = tf_keras.mixed_precision.global_policy().name
+    tf_keras.mixed_precision.set_global_policy("float32")
+    assert policy == "float32", f"the global mixed-precision policy leaked: {policy}"
+
+
+def one_step(runner) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The first convolution's kernel and the classifier's bias, before and after one training step."""
+    variables = {"conv1": runner.network.get_layer("conv1").kernel, "fc1000": runner.network.get_layer("fc1000").bias}
+    before = {name: variable.numpy().copy() for name, variable in variables.items()}
+    runner.step()
+    runner.sync()
+    return {name: (before[name], variable.numpy()) for name, variable in variables.items()}
+
+
+def must_compile_with_xla(runner) -> bool:
+    """Whether the traced step holds a call that TensorFlow must compile with XLA."""
+    graph = runner._step.get_concrete_function().graph.as_graph_def()
+    nodes = [*graph.node, *(node for function in graph.library.function for node in function.node_def)]
+    return any(node.attr["_XlaMustCompile"].b for node in nodes if "_XlaMustCompile" in node.attr)
+
+
+@pytest.fixture(scope="module")
+def graph_step():
+    runner = ENGINE.make_runner(bench_config())
+    return runner, one_step(runner)
+
+
+# --- engine basics -----------------------------------------------------------------------------------------
+
+
+def test_load_engine_finds_this_engine():
+    assert load_engine("tf") is ENGINE
+    assert ENGINE.name == "tf"
+
+
+@pytest.mark.skipif(HAS_GPU, reason="needs a machine without a GPU")
+def test_resolve_device_without_gpu():
+    assert ENGINE.resolve_device("auto") == "cpu"
+    assert ENGINE.resolve_device("cpu") == "cpu"
+    with pytest.raises(UsageError, match="no GPU"):
+        ENGINE.resolve_device("cuda")
+
+
+def test_versions_names_the_stack():
+    versions = ENGINE.versions()
+    assert versions["tensorflow"] == tf.__version__
+    assert versions["tf_keras"] == tf_keras.__version__
+    assert versions["tf_models_official"].startswith("2.")
+    assert any("CPU" in device for device in versions["devices"])
+    assert {"cuda", "cudnn", "xla_auto_jit"} <= versions.keys()
+    json.dumps(versions)  # it goes into env.json
+
+
+def test_is_out_of_memory_recognises_a_real_allocation_failure():
+    # 4 TB: TensorFlow's allocator refuses it (after its own 10 s of retrying), it does not crash the process.
+    with pytest.raises(tf.errors.ResourceExhaustedError) as caught:
+        tf.zeros([10**6, 10**6])
+    assert ENGINE.is_out_of_memory(caught.value)
+    assert ENGINE.is_out_of_memory(MemoryError())
+    assert ENGINE.is_out_of_memory(RuntimeError("CUDA_ERROR_OUT_OF_MEMORY: out of memory"))
+    assert ENGINE.is_out_of_memory(RuntimeError("Failed to allocate 12.0GiB of scratch space"))
+    try:  # wrapped by a caller that re-raises
+        try:
+            raise caught.value
+        except tf.errors.ResourceExhaustedError as oom:
+            raise RuntimeError("step failed") from oom
+    except RuntimeError as wrapped:
+        assert ENGINE.is_out_of_memory(wrapped)
+    assert not ENGINE.is_out_of_memory(ValueError("Input 0 of layer is incompatible with the layer"))
+    assert not ENGINE.is_out_of_memory(tf.errors.InvalidArgumentError(None, None, "input depth must be even"))
+
+
+def test_real_data_is_refused_with_a_usage_error():
+    with pytest.raises(UsageError, match="not implemented"):
+        ENGINE.make_runner(BenchConfig(model=model_config(), batch_size=2, data="/data/imagenet"))
+    with pytest.raises(UsageError, match="not implemented"):
+        ENGINE.make_trainer(TrainConfig(model=model_config(), data="/data/imagenet"))
+
+
+@pytest.mark.skipif(HAS_GPU, reason="fp16 runs on a GPU there")
+def test_fp16_on_the_cpu_is_refused():
+    with pytest.raises(UsageError, match="fp16 needs a GPU"):
+        ENGINE.make_runner(BenchConfig(model=model_config(device="auto", precision="fp16"), batch_size=2))
+
+
+# --- benchmark runner --------------------------------------------------------------------------------------
+
+
+def test_runner_step_trains_the_model(graph_step):
+    runner, weights = graph_step
+    before, after = weights["conv1"]
+    assert runner.images_per_step == 4
+    assert runner.network.input_shape == (None, 32, 32, 3)
+    assert runner.network.output_shape == (None, 10)
+    assert np.all(np.isfinite(after))
+    assert not np.allclose(before, after)
+    # tf-models-official's layers, by name, and its parameter count (no convolution biases) with a 10-class head
+    names = {layer.name for layer in runner.network.layers}
+    assert {"conv1", "res2a_branch2a", "res5c_branch2c", "fc1000"} <= names
+    assert runner.network.count_params() == 23_581_642
+
+
+def test_xla_step_matches_the_graph_step(graph_step):
+    graph_runner, graph = graph_step
+    runner = ENGINE.make_runner(bench_config(xla=True))
+    assert must_compile_with_xla(runner)
+    assert not must_compile_with_xla(graph_runner)
+    weights = one_step(runner)
+    # Same seed: same initial weights and the same random batch.
+    for name in ("conv1", "fc1000"):
+        np.testing.assert_array_equal(weights[name][0], graph[name][0])
+    before, after = weights["conv1"]
+    assert np.all(np.isfinite(after))
+    assert not np.allclose(before, after)
+    # The classifier's bias moves by the learning rate times the batch's mean (softmax - smoothed label): it checks
+    # that XLA computed the same forward pass. (The first convolution's update is not comparable: batch norm over
+    # 4 examples at 1x1 resolution magnifies rounding differences along the way back.)
+    graph_delta = graph["fc1000"][1] - graph["fc1000"][0]
+    xla_delta = weights["fc1000"][1] - weights["fc1000"][0]
+    assert np.abs(graph_delta).max() > 0
+    np.testing.assert_allclose(xla_delta, graph_delta, rtol=1e-2, atol=1e-3 * np.abs(graph_delta).max())
+
+
+def test_bf16_runner_computes_in_bfloat16():
+    runner = ENGINE.make_runner(bench_config(precision="bf16"))
+    conv = runner.network.get_layer("conv1")
+    assert conv.compute_dtype == "bfloat16"
+    assert conv.kernel.dtype == tf.float32  # master weights stay float32
+    assert runner.network.get_layer("fc1000").compute_dtype == "bfloat16"
+    assert runner.network.output.dtype == tf.float32  # the official model's float32 softmax
+    before, after = one_step(runner)["conv1"]
+    assert np.all(np.isfinite(after))
+    assert not np.allclose(before, after)
+
+
+# --- end-to-end training -----------------------------------------------------------------------------------
+
+EPOCHS = 8
+STEPS_PER_EPOCH = 8
+
+
+def train_config(**overrides: object) -> TrainConfig:
+    settings: dict[str, object] = {
+        "model": model_config(num_classes=4),
+        # 0.002 at batch 16; warm-up would only slow it down, one decay lets batch norm's statistics settle.
+        "optimizer": OptimizerConfig(base_learning_rate=0.032, label_smoothing=0.1),
+        "epochs": EPOCHS,
+        "batch_size": 16,
+        "warmup_epochs": 0.0,
+        "decay_epochs": (5,),
+        "synthetic_train_examples": 16 * STEPS_PER_EPOCH,
+        "synthetic_eval_examples": 32,
+        "log_every": 1000,
+    }
+    settings.update(overrides)
+    return TrainConfig(**settings)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("tf-train")
+    config = train_config()
+    trainer = ENGINE.make_trainer(config)
+    rows = train(config, trainer, run_dir, lambda line: None)
+    return trainer, rows, run_dir
+
+
+def test_trainer_learns_the_synthetic_set(trained):
+    trainer, rows, run_dir = trained
+    assert (trainer.global_batch, trainer.steps_per_epoch, trainer.eval_steps) == (16, STEPS_PER_EPOCH, 2)
+    assert [row["epoch"] for row in rows] == list(range(1, EPOCHS + 1))
+    assert all(row["eval_examples"] == 32 for row in rows)
+    assert rows[-1]["train_loss"] < rows[0]["train_loss"]
+    assert rows[-1]["eval_top1"] >= 0.75  # four classes: chance is 0.25
+    assert np.isfinite(rows[-1]["eval_loss"])
+    assert rows[-1]["eval_top5"] == 1.0  # four classes, top-5 holds every one
+    assert len((run_dir / METRICS_FILE).read_text().splitlines()) == EPOCHS
+
+
+def test_save_and_restore_round_trip(trained, tmp_path):
+    trainer, _, run_dir = trained
+    fresh = ENGINE.make_trainer(train_config())
+    assert fresh.restore(tmp_path) == 0  # nothing there
+    trained_weights = trainer.network.get_weights()
+    assert not all(np.array_equal(a, b) for a, b in zip(fresh.network.get_weights(), trained_weights, strict=True))
+    assert fresh.restore(run_dir / "checkpoints") == EPOCHS
+    for restored, original in zip(fresh.network.get_weights(), trained_weights, strict=True):
+        np.testing.assert_array_equal(restored, original)
+    optimizer, original_optimizer = fresh._parts.optimizer, trainer._parts.optimizer
+    assert int(optimizer.iterations.numpy()) == EPOCHS * STEPS_PER_EPOCH
+    for restored, original in zip(optimizer.variables, original_optimizer.variables, strict=True):
+        np.testing.assert_array_equal(restored.numpy(), original.numpy())  # momentum too
+    assert fresh.evaluate()["top1"] == pytest.approx(trainer.evaluate()["top1"])
+
+
+def test_resume_continues_after_the_newest_checkpoint(trained, tmp_path):
+    _, _, run_dir = trained
+    resumed_dir = tmp_path / "run"
+    shutil.copytree(run_dir, resumed_dir)
+    config = train_config(epochs=EPOCHS + 1, resume=True)
+    trainer = ENGINE.make_trainer(config)
+    lines: list[str] = []
+    new_rows = train(config, trainer, resumed_dir, lines.append)
+    assert lines[0] == f"resumed from the checkpoint after epoch {EPOCHS}"
+    assert [row["epoch"] for row in new_rows] == [EPOCHS + 1]
+    assert int(trainer._parts.optimizer.iterations.numpy()) == (EPOCHS + 1) * STEPS_PER_EPOCH
+    assert new_rows[0]["eval_top1"] >= 0.5  # carries on from the trained weights, not from scratch
+    assert len((resumed_dir / METRICS_FILE).read_text().splitlines()) == EPOCHS + 1
+    assert trainer.restore(resumed_dir / "checkpoints") == EPOCHS + 1
+
+
+# --- several replicas --------------------------------------------------------------------------------------
+
+MIRRORED = textwrap.dedent(
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+    from trainbench.config import BenchConfig, ModelConfig, TrainConfig
+    from trainbench.engines import tf_engine
+
+    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    tf_engine._strategy = lambda model: mirrored  # what two GPUs would get
+    model = ModelConfig(framework="tf", image_size=32, num_classes=4, device="cpu")
+
+    runner = tf_engine.ENGINE.make_runner(BenchConfig(model=model, batch_size=2))
+    assert runner.images_per_step == 4, runner.images_per_step
+    kernel = runner.network.get_layer("conv1").kernel
+    before = kernel.values[0].numpy().copy()
+    runner.step()
+    runner.sync()
+    copies = [value.numpy() for value in kernel.values]
+    assert not np.allclose(before, copies[0])
+    np.testing.assert_array_equal(copies[0], copies[1])  # the replicas applied the same all-reduced update
+
+    trainer = tf_engine.ENGINE.make_trainer(
+        TrainConfig(model=model, batch_size=4, synthetic_train_examples=8, synthetic_eval_examples=5)
+    )
+    assert (trainer.global_batch, trainer.steps_per_epoch, trainer.eval_steps) == (4, 2, 2)
+    trainer.train_step(0.001)
+    assert np.isfinite(trainer.mean_loss())
+    result = trainer.evaluate()
+    assert result["examples"] == 5, result  # the padding of the last batch is not counted
+    print("ok")
+    """
+)
+
+
+def test_mirrored_strategy_over_two_cpu_replicas():
+    # Logical devices must be set before TensorFlow starts, so this runs in a fresh process.
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(SOURCE), os.environ.get("PYTHONPATH")])),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", MIRRORED], env=environment, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

@@ -5,7 +5,7 @@ machine's speed hits both alike): the suite through ``trainbench throughput`` (a
 and a bare loop in a fresh process that does nothing but the training step between two clock reads. The ratio of
 the medians is printed; the suite should reach at least 97 % of the bare loop.
 
-    python benchmarks/harness_overhead.py [--frameworks torch,tf] [--repeats 5] [--batch 8] [--image-size 160]
+    python benchmarks/harness_overhead.py [--frameworks torch,tf] [--repeats 5] [--batch 4] [--image-size 224]
 
 Exits 1 if a ratio is below --threshold (default 0.97). Prints one JSON line with all figures last.
 """
@@ -108,10 +108,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--frameworks", default="torch,tf")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--image-size", type=int, default=160)
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--image-size", type=int, default=224)
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--threshold", type=float, default=0.97)
     parser.add_argument("--bare", choices=("torch", "tf"), help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -54,6 +54,7 @@ def test_throughput_sweep_writes_a_complete_run(tmp_path: Path, framework: str) 
     assert [r["batch_size"] for r in summary["results"]] == [1, 2]
     for entry in summary["results"]:
         check_ok_result(entry, steps)
+        assert isinstance(entry["gpus_at_window_end"], list)  # NVML state right after the window; none here
     assert (run_dir / "throughput.png").read_bytes().startswith(PNG_MAGIC)
     assert (run_dir / "summary.csv").read_text().startswith("batch_size,status,images_per_sec")
     versions = env["framework"]

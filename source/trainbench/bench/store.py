@@ -27,6 +27,7 @@ RESULT_FIELDS: tuple[str, ...] = (
     "warmup_steps",
     "error",
 )
+JSON_ONLY_FIELDS: tuple[str, ...] = ("gpus_at_window_end",)  # nested: summary.json only, not the CSV
 STEP_FIELDS: tuple[str, ...] = ("batch_size", "phase", "step", "seconds")
 
 
@@ -85,7 +86,7 @@ class ThroughputRun:
 
     def add(self, result: dict[str, Any], warmup_s: Sequence[float] = (), step_s: Sequence[float] = ()) -> None:
         """Record one batch size's result (any status) and its per-step times."""
-        self.results.append({field: result.get(field) for field in RESULT_FIELDS})
+        self.results.append({field: result.get(field) for field in RESULT_FIELDS + JSON_ONLY_FIELDS})
         batch = result["batch_size"]
         rows = [
             {"batch_size": batch, "phase": phase, "step": i, "seconds": seconds}

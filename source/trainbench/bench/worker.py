@@ -19,6 +19,7 @@ from trainbench.bench.timing import run_window
 from trainbench.config import BenchConfig, bench_config_from_dict
 from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
+from trainbench.telemetry.nvml import gpu_state
 
 
 def one_line(error: BaseException) -> str:
@@ -33,7 +34,8 @@ def measure(config: BenchConfig, engine: Engine) -> dict[str, Any]:
     print(f"batch {config.batch_size}: {config.warmup_steps} warm-up + {config.steps} timed steps", flush=True)
     window = run_window(runner, config.warmup_steps, config.steps, sync_every_step=config.sync_every_step)
     images_per_step = getattr(runner, "images_per_step", config.batch_size)  # all replicas together
-    result = {"batch_size": config.batch_size, "status": "ok", "error": None, **summarize(images_per_step, window)}
+    result = {"batch_size": config.batch_size, "status": "ok", "error": None, **summarize(images_per_step, window),
+              "gpus_at_window_end": gpu_state()}
     print(f"batch {config.batch_size}: {result['images_per_sec']:.2f} images/s", flush=True)
     return {"result": result, "warmup_s": window.warmup_s, "step_s": window.step_s}
 

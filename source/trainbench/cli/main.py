@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 from trainbench import __version__
-from trainbench.cli import coreutil_cmd, throughput, train
 from trainbench.cli.options import Parser
 from trainbench.errors import EXIT_USAGE, UsageError
+
+# One module per command under trainbench.cli; each has add_parser(subparsers) setting the default ``run``.
+COMMAND_MODULES = (
+    "throughput",
+    "train",
+    "coreutil_cmd",
+)
 
 
 def build_parser() -> Parser:
     parser = Parser(prog="trainbench", description="ResNet-50 training benchmarks for TensorFlow and PyTorch.")
     parser.add_argument("--version", action="version", version=f"trainbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for command in (throughput, train):
-        command.add_parser(subparsers)
-    coreutil_cmd.add_parser(subparsers)
-    subparsers.choices["coreutil"].set_defaults(run=coreutil_cmd.run)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"trainbench.cli.{name}").add_parser(subparsers)
     return parser
 
 

@@ -46,6 +46,7 @@ class Trainer(Protocol):
     steps_per_epoch: int
     eval_steps: int
     global_batch: int  # images per training step, all replicas together
+    is_primary: bool  # the one process (of several with torchrun) that writes metrics and logs
 
     def train_step(self, learning_rate: float) -> None:
         """One optimizer step on the next training batch at this learning rate (may run asynchronously)."""

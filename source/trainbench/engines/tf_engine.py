@@ -269,6 +269,7 @@ class _Trainer:
         self._parts = parts
         self.network = parts.network
         self.global_batch: int = parts.global_batch
+        self.is_primary = True  # one process drives every replica under MirroredStrategy
         model = config.model
         self.steps_per_epoch: int = config.steps_per_epoch or math.ceil(
             config.synthetic_train_examples / self.global_batch

@@ -179,6 +179,7 @@ class _Trainer:
         self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device, wrap)
         self._smoothing = config.optimizer.label_smoothing
         self.global_batch = config.batch_size
+        self.is_primary = self._rank == 0
         self._local_batch = config.batch_size // self._world
 
         train_n, eval_n = config.synthetic_train_examples, config.synthetic_eval_examples

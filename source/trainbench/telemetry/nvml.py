@@ -69,6 +69,13 @@ def gpu_report() -> dict[str, Any]:
         nvml.nvmlShutdown()
 
 
+def gpu_state() -> list[dict[str, Any]]:
+    """Clocks, power and temperature of every GPU now: read right after a timed window, they show the state the
+    measurement ran in (throttling, boost), unlike the idle values read before a run."""
+    keys = ("index", "sm_clock_mhz", "memory_clock_mhz", "power_w", "temperature_c", "performance_state")
+    return [{key: gpu[key] for key in keys} for gpu in gpu_report()["gpus"]]
+
+
 def visible_gpu_count() -> int:
     """GPUs a CUDA program here would see: NVML's count, narrowed by CUDA_VISIBLE_DEVICES when it is set."""
     count = len(gpu_report()["gpus"])

@@ -26,17 +26,24 @@ def append_metrics(run_dir: Path, row: dict[str, Any]) -> None:
         os.fsync(out.fileno())
 
 
+def _silent(_: str) -> None:
+    """Progress sink for the non-primary processes of a multi-GPU run."""
+
+
 def train(config: TrainConfig, trainer: Trainer, run_dir: Path, log: Callable[[str], None]) -> list[dict[str, Any]]:
     """Train ``config.epochs`` epochs (continuing after the newest checkpoint); return this call's epoch rows."""
     checkpoints = run_dir / CHECKPOINTS
     checkpoints.mkdir(parents=True, exist_ok=True)
+    if not trainer.is_primary:
+        log = _silent
     first_epoch = trainer.restore(checkpoints) if config.resume else 0
     if first_epoch:
         log(f"resumed from the checkpoint after epoch {first_epoch}")
     rows = []
     for epoch in range(first_epoch, config.epochs):
         rows.append(_one_epoch(config, trainer, epoch, log))
-        append_metrics(run_dir, rows[-1])
+        if trainer.is_primary:
+            append_metrics(run_dir, rows[-1])
         trainer.save(checkpoints, epoch + 1)
     return rows
 

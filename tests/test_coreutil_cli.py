@@ -290,3 +290,14 @@ def test_shared_fixtures_through_the_cli(capsys: pytest.CaptureFixture[str], nam
             assert all(line.endswith("\tn/a") for line in lines)
         else:
             assert lines[2] == "tensor\t0.00000 %"
+
+
+def test_csv_never_overwrites_an_existing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    profile = write_profile(tmp_path / "a.csv")
+    target = tmp_path / "summary.csv"
+    target.write_text("earlier results\n")
+    assert coreutil_cmd.main([str(profile), "--csv", str(target)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == EXPECTED_LINES
+    one_error_line(captured.err, str(target), "not overwritten")
+    assert target.read_text() == "earlier results\n"

@@ -99,7 +99,11 @@ def _analyze(path: str) -> CoreUtilization | None:
 
 def _write_csv(out: str, results: Sequence[CoreUtilization]) -> int:
     try:
-        summary_frame(results).to_csv(out, index=False)
+        with open(out, "x", encoding="utf-8", newline="") as handle:  # "x": results are never overwritten
+            summary_frame(results).to_csv(handle, index=False)
+    except FileExistsError:
+        _error(out, "already exists; not overwritten (choose another --csv name)")
+        return EXIT_USAGE
     except OSError as error:
         _error(out, f"cannot write the CSV: {error.strerror or error}")
         return EXIT_USAGE

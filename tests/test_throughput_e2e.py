@@ -124,3 +124,18 @@ def test_killed_worker_is_recorded_and_finished_results_survive(tmp_path: Path) 
     assert interrupted["batch_size"] == 4 and interrupted["status"] == "interrupted"
     assert {row["batch_size"] for row in steps} == {"2"}
     assert "interrupted" in output
+
+
+def test_measure_throughput_script_maps_stop_iteration_and_environment(tmp_path: Path) -> None:
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "FRAMEWORK": "torch", "BATCH_SIZES": "2 3", "WARMUP": "1",
+           "PRECISION": "fp32", "OUTPUT": str(tmp_path), "PYTHON": sys.executable,
+           "EXTRA_ARGS": "--device cpu --image-size 64 --num-classes 10"}
+    result = subprocess.run(["bash", "scripts/measure_throughput.sh", "4"], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary, _, env_record = read_run(Path(result.stdout.strip().splitlines()[-1]))
+    # stop_iteration 4 = 1 warm-up + 3 timed iterations per batch size.
+    shape = [(r["batch_size"], r["warmup_steps"], r["timed_steps"]) for r in summary["results"]]
+    assert shape == [(2, 1, 3), (3, 1, 3)]
+    assert summary["data"] == "synthetic"
+    assert "--synthetic" in env_record["command"]

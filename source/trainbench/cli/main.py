@@ -12,6 +12,7 @@ from trainbench.errors import EXIT_USAGE, UsageError
 # One module per command under trainbench.cli; each has add_parser(subparsers) setting the default ``run``.
 COMMAND_MODULES = (
     "throughput",
+    "compare_cmd",
     "train",
     "coreutil_cmd",
 )

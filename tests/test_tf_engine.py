@@ -120,11 +120,12 @@ def test_is_out_of_memory_recognises_a_real_allocation_failure():
     assert not ENGINE.is_out_of_memory(tf.errors.InvalidArgumentError(None, None, "input depth must be even"))
 
 
-def test_real_data_is_refused_with_a_usage_error():
-    with pytest.raises(UsageError, match="not implemented"):
-        ENGINE.make_runner(BenchConfig(model=model_config(), batch_size=2, data="/data/imagenet"))
-    with pytest.raises(UsageError, match="not implemented"):
-        ENGINE.make_trainer(TrainConfig(model=model_config(), data="/data/imagenet"))
+def test_a_missing_data_folder_is_a_usage_error_naming_it(tmp_path):
+    missing = str(tmp_path / "imagenet")
+    with pytest.raises(UsageError, match="imagenet.*does not exist"):
+        ENGINE.make_runner(BenchConfig(model=model_config(), batch_size=2, data=missing))
+    with pytest.raises(UsageError, match="imagenet.*does not exist"):
+        ENGINE.make_trainer(TrainConfig(model=model_config(), data=missing))
 
 
 @pytest.mark.skipif(HAS_GPU, reason="fp16 runs on a GPU there")

@@ -18,6 +18,8 @@ RESULT_FIELDS: tuple[str, ...] = (
     "batch_size",
     "status",
     "images_per_sec",
+    "input_images_per_sec",  # --data runs only: the input pipeline alone (see trainbench.bench.input_bench)
+    "input_bound",  # --data runs only: input_images_per_sec < 1.1 x images_per_sec
     "step_time_median_s",
     "step_time_p10_s",
     "step_time_p90_s",

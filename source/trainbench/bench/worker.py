@@ -13,6 +13,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from trainbench.bench.input_bench import InputBench, is_input_bound, measure_input
 from trainbench.bench.stats import summarize
 from trainbench.bench.store import write_json_atomic
 from trainbench.bench.timing import run_window
@@ -29,13 +30,28 @@ def one_line(error: BaseException) -> str:
     return text[:300]
 
 
+def input_rate(config: BenchConfig) -> float:
+    """The input pipeline alone, with the training window's step counts, before the model exists (so its workers
+    have the machine to themselves and are gone before training starts)."""
+    model = config.model
+    bench = InputBench(model.framework, str(config.data), config.batch_size, model.image_size,
+                       max(1, config.warmup_steps), config.steps, seed=model.seed)
+    rate = measure_input(bench)["images_per_sec"]
+    print(f"batch {config.batch_size}: input pipeline alone {rate:.2f} images/s", flush=True)
+    return rate
+
+
 def measure(config: BenchConfig, engine: Engine) -> dict[str, Any]:
+    pipeline_rate = input_rate(config) if config.data is not None else None
     runner = engine.make_runner(config)
     print(f"batch {config.batch_size}: {config.warmup_steps} warm-up + {config.steps} timed steps", flush=True)
     window = run_window(runner, config.warmup_steps, config.steps, sync_every_step=config.sync_every_step)
     images_per_step = getattr(runner, "images_per_step", config.batch_size)  # all replicas together
     result = {"batch_size": config.batch_size, "status": "ok", "error": None, **summarize(images_per_step, window),
               "gpus_at_window_end": gpu_state()}
+    if pipeline_rate is not None:
+        result["input_images_per_sec"] = pipeline_rate
+        result["input_bound"] = is_input_bound(pipeline_rate, result["images_per_sec"])
     print(f"batch {config.batch_size}: {result['images_per_sec']:.2f} images/s", flush=True)
     return {"result": result, "warmup_s": window.warmup_s, "step_s": window.step_s}
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from trainbench.bench.compare import compare_runs
-
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -21,6 +19,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from trainbench.bench.compare import compare_runs  # pandas and scipy: loaded only for this command
+
     table = compare_runs(Path(args.run_a), Path(args.run_b), args.alpha)
     if table.empty:
         print("no batch size was measured successfully in both runs")

@@ -14,7 +14,9 @@ COMMAND_MODULES = (
     "throughput",
     "compare_cmd",
     "train",
+    "data_cmd",
     "coreutil_cmd",
+    "input_bench_cmd",
 )
 
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from trainbench.config import DEVICES, FRAMEWORKS, PRECISIONS, ModelConfig
+from trainbench.data.source import num_classes, open_source, tfrecords_only
 from trainbench.errors import UsageError
 from trainbench.telemetry.nvml import visible_gpu_count
 
@@ -23,7 +24,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", default="fp32", help=f"one of {', '.join(PRECISIONS)} (default: fp32)")
     parser.add_argument("--device", default="auto", help=f"one of {', '.join(DEVICES)} (default: auto)")
     parser.add_argument("--image-size", type=int, default=224, metavar="PX", help="square input size (default 224)")
-    parser.add_argument("--num-classes", type=int, default=1000, help="classifier outputs (default 1000)")
+    parser.add_argument("--num-classes", type=int,
+                        help="classifier outputs (default: the data's classes with --data, else 1000)")
     parser.add_argument("--xla", action="store_true", help="TensorFlow: compile the training step with XLA")
     parser.add_argument("--compile", action="store_true", help="PyTorch: torch.compile the model")
     parser.add_argument("--channels-last", action="store_true", help="PyTorch: NHWC memory layout")
@@ -42,12 +44,23 @@ def resolve_device(requested: str) -> str:
     return "cuda" if gpus else "cpu"
 
 
+def _num_classes(args: argparse.Namespace) -> int:
+    """As given; else, with --data, the data's classes; else ImageNet's 1000. Refuses data TensorFlow cannot read."""
+    data = getattr(args, "data", None)
+    source = open_source(data) if data is not None else None
+    if source is not None and args.framework == "tf":
+        tfrecords_only(source)
+    if args.num_classes is not None:
+        return args.num_classes
+    return num_classes(source) if source is not None else 1000
+
+
 def model_config(args: argparse.Namespace) -> ModelConfig:
     return ModelConfig(
         framework=args.framework,
         precision=args.precision,
         image_size=args.image_size,
-        num_classes=args.num_classes,
+        num_classes=_num_classes(args),
         device=resolve_device(args.device),
         xla=args.xla,
         compile=args.compile,
@@ -57,10 +70,9 @@ def model_config(args: argparse.Namespace) -> ModelConfig:
 
 
 def existing_data_dir(path: str | None) -> str | None:
-    """Validate a data folder given by the user; real input itself is read by the engines."""
+    """A data folder given by the user, as an absolute path (workers and resumed runs may start elsewhere): TFRecord
+    shards (train-*, validation-*) or an image-folder tree; anything else is a UsageError naming it."""
     if path is None:
         return None
-    folder = Path(path)
-    if not folder.is_dir():
-        raise UsageError(f"data directory {path} does not exist or is not a folder")
-    raise UsageError(f"{path}: reading real data (TFRecords) is not supported in this version yet; use --synthetic")
+    open_source(path)
+    return str(Path(path).resolve())

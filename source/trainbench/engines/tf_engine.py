@@ -31,7 +31,7 @@ import contextlib
 import importlib.metadata
 import math
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,8 @@ import tf_keras
 from official.legacy.image_classification.resnet import resnet_model
 
 from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
+from trainbench.data import tf_pipeline
+from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
 from trainbench.data.synthetic import learnable_examples
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
@@ -54,7 +56,6 @@ from trainbench.training.metrics import top_k_correct
 _POLICIES = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 _OOM_MARKERS = ("oom when allocating", "out of memory", "failed to allocate")
 _CHECKPOINTS_KEPT = 3
-_NO_REAL_DATA = "real-data input (TFRecords) is not implemented yet for TensorFlow; leave --data out"
 
 
 # --- devices and strategy -------------------------------------------------------------------------------------
@@ -184,11 +185,33 @@ def _build_parts(
 # --- benchmark runner ---------------------------------------------------------------------------------------
 
 
-class _Runner:
-    """One random batch on the device, trained on again and again by one compiled step."""
+def _data_step(parts: _Parts, model: ModelConfig, files: Sequence[Path]) -> Callable[[], None]:
+    """A step that takes the input pipeline's next batch: the pipeline is then part of the measured step."""
+    strategy, replica_step = parts.strategy, parts.replica_step
+    dataset = tf_pipeline.training_dataset(files, parts.global_batch, model.image_size, model.seed)
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
 
-    def __init__(self, parts: _Parts, model: ModelConfig, per_replica_batch: int) -> None:
+    @tf.function
+    def step(batches: Any) -> None:
+        strategy.run(replica_step, args=next(batches))
+
+    def named_step() -> None:
+        with tf_pipeline.naming_corrupt_shard(files):
+            step(iterator)
+
+    return named_step
+
+
+class _Runner:
+    """One random batch on the device, trained on again and again by one compiled step; or, with a data folder,
+    the input pipeline's next batch every step."""
+
+    def __init__(self, parts: _Parts, model: ModelConfig, per_replica_batch: int, data: str | None = None) -> None:
         self.images_per_step: int = parts.global_batch  # all replicas: what images/s must count
+        self.network = parts.network  # for inspection (tests)
+        if data is not None:
+            self._step = _data_step(parts, model, tfrecords_only(open_source(data)).train)
+            return
         strategy = parts.strategy
 
         def make_batch(context: tf.distribute.experimental.ValueContext) -> tuple[tf.Tensor, tf.Tensor]:
@@ -208,7 +231,6 @@ class _Runner:
             strategy.run(replica_step, args=(images, labels))
 
         self._step = step
-        self.network = parts.network  # for inspection (tests)
 
     def step(self) -> None:
         self._step()
@@ -257,10 +279,18 @@ def _synthetic_datasets(config: TrainConfig, global_batch: int) -> tuple[tf.data
     return train_data, eval_data
 
 
+def _record_datasets(
+    config: TrainConfig, source: DataSource, global_batch: int, eval_count: int
+) -> tuple[tf.data.Dataset, tf.data.Dataset]:
+    """Endless shuffled training batches from train-*, endless padded passes over validation-*."""
+    model = config.model
+    train_data = tf_pipeline.training_dataset(source.train, global_batch, model.image_size, model.seed)
+    eval_data = tf_pipeline.evaluation_dataset(source.evaluation, global_batch, model.image_size, eval_count)
+    return train_data, eval_data
+
+
 class _Trainer:
     def __init__(self, config: TrainConfig) -> None:
-        if config.data is not None:
-            raise UsageError(_NO_REAL_DATA)
         strategy = _strategy(config.model)
         replicas = strategy.num_replicas_in_sync
         if config.batch_size % replicas:
@@ -271,11 +301,16 @@ class _Trainer:
         self.global_batch: int = parts.global_batch
         self.is_primary = True  # one process drives every replica under MirroredStrategy
         model = config.model
-        self.steps_per_epoch: int = config.steps_per_epoch or math.ceil(
-            config.synthetic_train_examples / self.global_batch
-        )
-        self.eval_steps: int = config.eval_steps or math.ceil(config.synthetic_eval_examples / self.global_batch)
-        train_data, eval_data = _synthetic_datasets(config, self.global_batch)
+        source = tfrecords_only(open_source(config.data)) if config.data is not None else None
+        self._files = (*source.train, *source.evaluation) if source else ()  # named when a record is corrupt
+        train_count = record_count(source.train) if source else config.synthetic_train_examples
+        eval_count = record_count(source.evaluation) if source else config.synthetic_eval_examples
+        self.steps_per_epoch: int = config.steps_per_epoch or math.ceil(train_count / self.global_batch)
+        self.eval_steps: int = config.eval_steps or math.ceil(eval_count / self.global_batch)
+        if source:
+            train_data, eval_data = _record_datasets(config, source, self.global_batch, eval_count)
+        else:
+            train_data, eval_data = _synthetic_datasets(config, self.global_batch)
         self._train_iterator = iter(strategy.experimental_distribute_dataset(train_data))
         self._eval_data = strategy.experimental_distribute_dataset(eval_data)
 
@@ -318,7 +353,8 @@ class _Trainer:
 
     def train_step(self, learning_rate: float) -> None:
         self._parts.optimizer.learning_rate.assign(learning_rate)
-        self._train_step(self._train_iterator)
+        with tf_pipeline.naming_corrupt_shard(self._files):
+            self._train_step(self._train_iterator)
 
     def mean_loss(self) -> float:
         steps = float(self._loss_steps.numpy())
@@ -331,9 +367,10 @@ class _Trainer:
         strategy = self._parts.strategy
         iterator = iter(self._eval_data)  # from the start: every evaluation sees the same examples
         outputs: list[list[np.ndarray]] = [[], [], [], []]
-        for _ in range(self.eval_steps):
-            for collected, values in zip(outputs, self._eval_step(iterator), strict=True):
-                collected.extend(part.numpy() for part in strategy.experimental_local_results(values))
+        with tf_pipeline.naming_corrupt_shard(self._files):
+            for _ in range(self.eval_steps):
+                for collected, values in zip(outputs, self._eval_step(iterator), strict=True):
+                    collected.extend(part.numpy() for part in strategy.experimental_local_results(values))
         probabilities, losses, labels, valid = (np.concatenate(collected) for collected in outputs)
         probabilities, losses, labels = probabilities[valid], losses[valid], labels[valid]
         count = len(labels)
@@ -392,10 +429,8 @@ class TensorFlowEngine:
         return _resolve_device(requested)
 
     def make_runner(self, config: BenchConfig) -> _Runner:
-        if config.data is not None:
-            raise UsageError(_NO_REAL_DATA)
         parts = _build_parts(config.model, config.optimizer, _strategy(config.model), config.batch_size)
-        return _Runner(parts, config.model, config.batch_size)
+        return _Runner(parts, config.model, config.batch_size, config.data)
 
     def is_out_of_memory(self, error: BaseException) -> bool:
         seen: set[int] = set()

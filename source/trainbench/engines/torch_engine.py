@@ -6,10 +6,11 @@ same functions below, so a benchmarked step is exactly the step that training ru
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,14 @@ import torchvision
 from torch import nn
 
 from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
+from trainbench.data import torch_pipeline
+from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
 StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+Batch = tuple[torch.Tensor, torch.Tensor]
 
 _AUTOCAST_DTYPES: dict[str, torch.dtype | None] = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 # Host allocation failures reach Python as plain RuntimeErrors; only the message tells them apart.
@@ -37,7 +41,6 @@ _OOM_MESSAGES = (
     "CUBLAS_STATUS_ALLOC_FAILED",
 )
 _CHECKPOINT = re.compile(r"epoch-(\d+)\.pt")
-_NO_REAL_DATA = "real-data input (TFRecords) is not implemented yet for PyTorch; run without a data directory"
 
 
 # --- shared construction: model, optimizer, one training step ---------------------------------------------------
@@ -125,12 +128,26 @@ def _make_step(
 # --- throughput benchmark ---------------------------------------------------------------------------------------
 
 
+def _loader(source: DataSource, batch_size: int, model: ModelConfig, device: str, train: bool,
+            rank: int = 0, world: int = 1) -> torch.utils.data.DataLoader:
+    """The input pipeline over a data folder; pinned host memory when the batches go to a GPU."""
+    return torch_pipeline.make_loader(source, batch_size, model.image_size, train=train, seed=model.seed,
+                                      pin_memory=torch.device(device).type == "cuda", rank=rank, world=world)
+
+
 class _Runner:
-    """One random batch made on the device and reused every step, so no input pipeline is measured."""
+    """Synthetic: one random batch made on the device and reused every step, so no input pipeline is measured.
+    With a data folder: the input pipeline's next batch every step, so the pipeline is part of the step."""
 
     def __init__(self, config: BenchConfig, device: str) -> None:
         model = config.model
         self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device)
+        self._cuda = torch.device(device).type == "cuda"
+        self._train_step = self._parts.step
+        if config.data is not None:
+            loader = _loader(open_source(config.data), config.batch_size, model, device, train=True)
+            self._next_batch = torch_pipeline.batches(loader, device, model.channels_last, endless=True).__next__
+            return
         generator = torch.Generator(device=device).manual_seed(model.seed)
         shape = (config.batch_size, 3, model.image_size, model.image_size)
         images = torch.randn(shape, device=device, generator=generator)
@@ -138,15 +155,14 @@ class _Runner:
             images = images.contiguous(memory_format=torch.channels_last)
         self._images = images
         self._labels = torch.randint(0, model.num_classes, (config.batch_size,), device=device, generator=generator)
-        self._cuda = torch.device(device).type == "cuda"
-        self._train_step = self._parts.step
+        self._next_batch: Callable[[], Batch] = lambda: (self._images, self._labels)
 
     @property
     def model(self) -> nn.Module:
         return self._parts.model
 
     def step(self) -> None:
-        self._train_step(self._images, self._labels)
+        self._train_step(*self._next_batch())
 
     def sync(self) -> None:
         if self._cuda:
@@ -165,8 +181,6 @@ def _on_device(images: np.ndarray, labels: np.ndarray, device: str, channels_las
 
 class _Trainer:
     def __init__(self, config: TrainConfig) -> None:
-        if config.data is not None:
-            raise UsageError(_NO_REAL_DATA)
         model = config.model
         self._world = int(os.environ.get("WORLD_SIZE", "1"))
         self._rank = int(os.environ.get("RANK", "0"))
@@ -181,7 +195,21 @@ class _Trainer:
         self.global_batch = config.batch_size
         self.is_primary = self._rank == 0
         self._local_batch = config.batch_size // self._world
+        self._channels_last = model.channels_last
+        # The position in the synthetic stream (pass, cursor), checkpointed; real data restarts its pipeline.
+        self._seed = model.seed
+        self._pass, self._cursor = 0, 0
+        self._real_data = config.data is not None
+        if self._real_data:
+            self._init_real_data(config)
+        else:
+            self._init_synthetic_data(config)
+        self._loss_sum = torch.zeros((), device=device)
+        self._loss_steps = 0
+        self._parts.model.train()
 
+    def _init_synthetic_data(self, config: TrainConfig) -> None:
+        model, device = config.model, self._device
         train_n, eval_n = config.synthetic_train_examples, config.synthetic_eval_examples
 
         def examples(start: int, count: int) -> tuple[torch.Tensor, ...]:
@@ -194,15 +222,23 @@ class _Trainer:
         self.eval_steps = config.eval_steps or math.ceil(eval_n / config.batch_size)
         # With the default eval_steps every evaluation example is seen once; a larger count cycles the set.
         self._eval_total = config.eval_steps * config.batch_size if config.eval_steps else eval_n
-
         # The order of training examples: pass p over the set is a permutation seeded by (seed, p), so the
         # position in the stream (pass, cursor) is all a checkpoint needs to resume the same batches.
-        self._seed = model.seed
-        self._pass, self._cursor = 0, 0
         self._order = self._permutation(0)
-        self._loss_sum = torch.zeros((), device=device)
-        self._loss_steps = 0
-        self._parts.model.train()
+
+    def _init_real_data(self, config: TrainConfig) -> None:
+        """Training on the data folder's training split, evaluation on its validation split (train-*/validation-*
+        shards or train/ and val/ trees); epochs and evaluation passes as long as the splits unless given."""
+        source = open_source(config.data)
+
+        def loader(train: bool) -> torch.utils.data.DataLoader:
+            return _loader(source, self._local_batch, config.model, self._device, train, self._rank, self._world)
+
+        self._train_batches = torch_pipeline.batches(loader(True), self._device, self._channels_last, endless=True)
+        self._eval_loader = loader(False)
+        self._cycle_eval = config.eval_steps is not None  # a given step count may need more than one pass
+        self.steps_per_epoch = config.steps_per_epoch or math.ceil(count_examples(source, True) / config.batch_size)
+        self.eval_steps = config.eval_steps or math.ceil(count_examples(source, False) / config.batch_size)
 
     def _init_distributed(self, config: TrainConfig, device: str) -> tuple[str, Callable[[nn.Module], nn.Module]]:
         """One process per GPU, started by torchrun. Not testable on this project's CPU-only CI machine."""
@@ -248,7 +284,8 @@ class _Trainer:
     def train_step(self, learning_rate: float) -> None:
         for group in self._parts.optimizer.param_groups:
             group["lr"] = learning_rate
-        self._loss_sum += self._parts.step(*self._batch(self._train, self._next_indices()))
+        batch = next(self._train_batches) if self._real_data else self._batch(self._train, self._next_indices())
+        self._loss_sum += self._parts.step(*batch)
         self._loss_steps += 1
 
     def mean_loss(self) -> float:
@@ -266,14 +303,7 @@ class _Trainer:
         parts = self._parts
         parts.model.eval()  # the plain model: a compiled one would recompile for eval mode and the last partial batch
         totals = np.zeros(4)  # loss sum, top-1 hits, top-5 hits, examples
-        eval_n = len(self._eval[1])
-        for start in range(0, self._eval_total, self.global_batch):
-            stop = min(start + self.global_batch, self._eval_total)
-            share = math.ceil((stop - start) / self._world)
-            positions = torch.arange(start + self._rank * share, min(start + (self._rank + 1) * share, stop))
-            if not len(positions):  # a rank past the end of a short last batch
-                continue
-            images, labels = self._batch(self._eval, (positions % eval_n).to(self._device))
+        for images, labels in self._eval_batches():
             with _autocast(parts.device_type, parts.autocast_dtype):
                 logits = parts.model(images).float()
             loss = _loss(logits, labels, self._smoothing, reduction="sum")
@@ -288,6 +318,20 @@ class _Trainer:
         loss_sum, top1, top5, examples = totals
         return {"loss": loss_sum / examples, "top1": top1 / examples, "top5": top5 / examples,
                 "examples": float(examples)}
+
+    def _eval_batches(self) -> Iterator[Batch]:
+        """This rank's share of the evaluation batches."""
+        if self._real_data:
+            batches = torch_pipeline.batches(self._eval_loader, self._device, self._channels_last, self._cycle_eval)
+            yield from itertools.islice(batches, self.eval_steps) if self._cycle_eval else batches
+            return
+        eval_n = len(self._eval[1])
+        for start in range(0, self._eval_total, self.global_batch):
+            stop = min(start + self.global_batch, self._eval_total)
+            share = math.ceil((stop - start) / self._world)
+            positions = torch.arange(start + self._rank * share, min(start + (self._rank + 1) * share, stop))
+            if len(positions):  # else a rank past the end of a short last batch
+                yield self._batch(self._eval, (positions % eval_n).to(self._device))
 
     def save(self, directory: Path, epoch: int) -> None:
         if self._rank == 0:
@@ -321,8 +365,9 @@ class _Trainer:
         parts.optimizer.load_state_dict(state["optimizer"])
         if parts.scaler is not None and state["scaler"] is not None:
             parts.scaler.load_state_dict(state["scaler"])
-        self._pass, self._cursor = state["data_position"]
-        self._order = self._permutation(self._pass)
+        if not self._real_data:
+            self._pass, self._cursor = state["data_position"]
+            self._order = self._permutation(self._pass)
         return int(state["epoch"])
 
 
@@ -348,8 +393,6 @@ class TorchEngine:
         return _resolve_device(requested)
 
     def make_runner(self, config: BenchConfig) -> _Runner:
-        if config.data is not None:
-            raise UsageError(_NO_REAL_DATA)
         device = _resolve_device(config.model.device)
         _prepare_device(config.model, device)
         return _Runner(config, device)

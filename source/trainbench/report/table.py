@@ -6,31 +6,39 @@ from collections.abc import Sequence
 from typing import Any
 
 COLUMNS = ("batch", "status", "images/s", "step median ms", "p10 ms", "p90 ms", "MAD ms", "steps")
+INPUT_COLUMNS = ("input images/s", "input-bound")  # only for runs on real data
 
 
 def _ms(value: float | None) -> str:
     return "" if value is None else f"{value * 1000:.2f}"
 
 
-def _row(result: dict[str, Any]) -> tuple[str, ...]:
+def _row(result: dict[str, Any], with_input: bool) -> tuple[str, ...]:
     if result["status"] != "ok":
-        return (str(result["batch_size"]), result["status"], "", "", "", "", "", "")
-    return (
-        str(result["batch_size"]),
-        "ok",
-        f"{result['images_per_sec']:.2f}",
-        _ms(result["step_time_median_s"]),
-        _ms(result["step_time_p10_s"]),
-        _ms(result["step_time_p90_s"]),
-        _ms(result["step_time_mad_s"]),
-        str(result["timed_steps"]),
-    )
+        cells = (str(result["batch_size"]), result["status"], "", "", "", "", "", "")
+    else:
+        cells = (
+            str(result["batch_size"]),
+            "ok",
+            f"{result['images_per_sec']:.2f}",
+            _ms(result["step_time_median_s"]),
+            _ms(result["step_time_p10_s"]),
+            _ms(result["step_time_p90_s"]),
+            _ms(result["step_time_mad_s"]),
+            str(result["timed_steps"]),
+        )
+    if not with_input:
+        return cells
+    rate, bound = result.get("input_images_per_sec"), result.get("input_bound")
+    return (*cells, "" if rate is None else f"{rate:.2f}", "" if bound is None else ("yes" if bound else "no"))
 
 
 def format_table(results: Sequence[dict[str, Any]]) -> str:
     """A fixed-width table, one line per batch size, with failures' messages listed below it."""
-    rows = [COLUMNS, *(_row(result) for result in results)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    with_input = any(result.get("input_images_per_sec") is not None for result in results)
+    header = COLUMNS + INPUT_COLUMNS if with_input else COLUMNS
+    rows = [header, *(_row(result, with_input) for result in results)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
     lines.extend(f"batch {r['batch_size']} {r['status']}: {r['error']}" for r in results if r["status"] != "ok")
     return "\n".join(lines)

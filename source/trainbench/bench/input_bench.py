@@ -1,0 +1,74 @@
+"""The input pipeline alone: how many preprocessed training images per second it delivers, with no training.
+
+Measured as the throughput is: warm-up batches excluded (pipeline start-up, worker processes, tf.data's
+autotuning), then images / wall time of the timed batches. Each batch is complete when it is handed over (tf.data
+returns computed tensors, a DataLoader stacked ones), so no synchronisation is needed.
+
+``trainbench throughput --data`` measures this in each batch size's worker just before the training window and
+flags the result ``input_bound`` when the pipeline alone has less than 10 % headroom over the measured training
+rate (``INPUT_HEADROOM``): such a run measures the input pipeline at least as much as the training step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from trainbench.data.source import DataSource, open_source, tfrecords_only
+
+INPUT_HEADROOM = 1.1
+
+
+@dataclass(frozen=True)
+class InputBench:
+    framework: str
+    data: str
+    batch_size: int = 128
+    image_size: int = 224
+    warmup: int = 5
+    steps: int = 20
+    workers: int | None = None  # torch: DataLoader processes; tf: tf.data threads (None: all cores, autotuned)
+    seed: int = 0
+
+
+def _tf_batches(source: DataSource, bench: InputBench) -> Iterator[Any]:
+    files = tfrecords_only(source).train  # before TensorFlow is imported: seconds saved on a refusal
+    from trainbench.data import tf_pipeline  # only in TensorFlow processes: torch must not follow it
+
+    dataset = tf_pipeline.training_dataset(files, bench.batch_size, bench.image_size, bench.seed, threads=bench.workers)
+    with tf_pipeline.naming_corrupt_shard(files):
+        yield from dataset
+
+
+def _torch_batches(source: DataSource, bench: InputBench) -> Iterator[Any]:
+    from trainbench.data import torch_pipeline
+
+    loader = torch_pipeline.make_loader(source, bench.batch_size, bench.image_size, train=True, seed=bench.seed,
+                                        workers=bench.workers)
+    yield from torch_pipeline.batches(loader, endless=True)
+
+
+def measure_input(bench: InputBench) -> dict[str, Any]:
+    """Images/s of the training pipeline alone, with the figures it is computed from."""
+    source = open_source(bench.data)
+    batches = (_tf_batches if bench.framework == "tf" else _torch_batches)(source, bench)
+    try:
+        for _ in range(bench.warmup):
+            next(batches)
+        start = time.perf_counter()
+        for _ in range(bench.steps):
+            next(batches)
+        seconds = time.perf_counter() - start
+    finally:
+        batches.close()  # stops DataLoader workers now, not when garbage is collected during training
+    images = bench.batch_size * bench.steps
+    return {"framework": bench.framework, "batch_size": bench.batch_size, "image_size": bench.image_size,
+            "warmup_batches": bench.warmup, "timed_batches": bench.steps, "images": images, "seconds": seconds,
+            "images_per_sec": images / seconds}
+
+
+def is_input_bound(input_images_per_sec: float, training_images_per_sec: float) -> bool:
+    """True when the pipeline alone has less than 10 % headroom over the measured training rate."""
+    return input_images_per_sec < training_images_per_sec * INPUT_HEADROOM

@@ -1,0 +1,208 @@
+"""``trainbench data convert``: an ImageNet folder to TFRecord shards in the standard record schema.
+
+Steps: scan the tree (``imagenet_tree``), fix each shard's content (``shards.plan_shards``), skip the shards a
+previous run of the same plan finished (``shards.Manifest``), write the others in parallel, one shard per task
+(``convert_shard``), and list the skipped files in ``skipped.csv``. Workers report each image to a shared
+counter that drives the progress bar; the parent alone writes the manifest, after each finished shard.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from trainbench.bench.store import write_csv_atomic
+from trainbench.data.bboxes import Box, read_boxes
+from trainbench.data.imagefiles import PreparedImage, SkipImage, prepare_image
+from trainbench.data.imagenet_tree import ImageTree, Source, scan_tree
+from trainbench.data.parallel import counter, default_workers, run_parallel
+from trainbench.data.progress import Progress
+from trainbench.data.records import PARTIAL, image_example, write_shard
+from trainbench.data.shards import FORMAT, Manifest, ShardResult, ShardTask, fingerprint, plan_shards
+from trainbench.errors import UsageError
+
+OUTPUT_FOLDER = "TFRecords"
+SKIPPED_CSV = "skipped.csv"
+DEFAULT_SEED = 12345  # the original converter's shuffling seed
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    data_dir: Path
+    output: Path | None = None  # default: <data_dir>/TFRecords
+    train_shards: int = 1024
+    validation_shards: int = 128
+    workers: int = field(default_factory=default_workers)
+    seed: int = DEFAULT_SEED
+    synset_names: Path | None = None  # lines '<synset> <text>' for image/class/text
+    overwrite: bool = False
+
+    @property
+    def output_dir(self) -> Path:
+        return self.output or self.data_dir / OUTPUT_FOLDER
+
+
+@dataclass(frozen=True)
+class ConvertSummary:
+    output: Path
+    shards: int
+    resumed: int  # shards a previous run had finished
+    records: dict[str, int]  # per split, in all the shards
+    processed: int  # files read by this run
+    converted: int
+    skipped: int
+    input_bytes: int
+    seconds: float
+
+
+def convert(options: ConvertOptions, stream: TextIO | None = None) -> ConvertSummary:
+    """Convert (or finish converting) the tree; UsageError for bad input, before any shard is written."""
+    start = time.perf_counter()
+    tree = scan_tree(options.data_dir)
+    texts = read_synset_names(options.synset_names, tree.synsets)
+    tasks = plan_shards(tree, options.train_shards, options.validation_shards, options.seed)
+    output = _output_folder(options.output_dir)
+    manifest = Manifest.open(output, _header(tree, tasks, texts, options), (task.name for task in tasks),
+                             options.overwrite)
+    todo = [task for task in tasks if task.name not in manifest.shards]
+    done = counter()
+    total = sum(len(task.sources) for task in todo)
+    with Progress("convert", total, done, stream):
+        for result in run_parallel(convert_shard, todo, options.workers, _init_worker,
+                                   (_Settings(tree.root, output, texts), done)):
+            manifest.record(result)
+    remove_partials(output, manifest.shards)
+    entries = [manifest.shards[task.name] for task in tasks]
+    _write_skipped(output / SKIPPED_CSV, entries)
+    return _summary(output, entries, todo, time.perf_counter() - start)
+
+
+def _summary(output: Path, entries: list[dict], todo: list[ShardTask], seconds: float) -> ConvertSummary:
+    """Totals over every shard (this run's and earlier runs'); files and bytes read by this run."""
+    records: dict[str, int] = {}
+    for entry in entries:
+        records[entry["split"]] = records.get(entry["split"], 0) + entry["records"]
+    return ConvertSummary(
+        output=output, shards=len(entries), resumed=len(entries) - len(todo), records=records,
+        processed=sum(len(task.sources) for task in todo),
+        converted=sum(entry["converted"] for entry in entries), skipped=sum(len(entry["skipped"]) for entry in entries),
+        input_bytes=sum(source.size for task in todo for source in task.sources), seconds=seconds)
+
+
+def read_synset_names(path: Path | None, synsets: tuple[str, ...]) -> dict[str, str]:
+    """``image/class/text`` per synset from lines '<synset> <text>' (LOC_synset_mapping.txt, imagenet_metadata.txt);
+    the synset itself where the file has no line for it."""
+    texts = dict.fromkeys(synsets, "")
+    if path is not None:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"{path}: cannot read the synset names ({getattr(error, 'strerror', None) or error})"
+                             ) from None
+        for line in lines:
+            parts = line.split(None, 1)
+            if len(parts) == 2 and parts[0] in texts:
+                texts[parts[0]] = parts[1].strip()
+    return {synset: text or synset for synset, text in texts.items()}
+
+
+def _output_folder(path: Path) -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot create the output folder ({error.strerror or error})") from None
+    return path
+
+
+def remove_partials(folder: Path, finished: Iterable[str]) -> None:
+    """Delete the temporary files of finished shards (left by killed runs; a worker orphaned by a killed parent
+    loses its rename, whose content the finished shard already has)."""
+    finished = set(finished)
+    for path in folder.glob(f".*{PARTIAL}*"):
+        if path.name[1:].rpartition(PARTIAL)[0] in finished:
+            path.unlink(missing_ok=True)
+
+
+def _header(tree: ImageTree, tasks: list[ShardTask], texts: dict[str, str], options: ConvertOptions) -> dict:
+    return {"format": FORMAT, "fingerprint": fingerprint(tasks, texts), "num_classes": len(tree.synsets),
+            "label_offset": 1, "synsets": list(tree.synsets), "seed": options.seed,
+            "shard_counts": {"train": options.train_shards if tree.train else 0,
+                             "validation": options.validation_shards if tree.validation else 0}}
+
+
+def _write_skipped(path: Path, entries: list[dict]) -> None:
+    rows = [{"file": file, "reason": reason} for entry in entries for file, reason in entry["skipped"]]
+    try:
+        write_csv_atomic(path, ("file", "reason"), rows)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
+
+
+# --- in the worker processes -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Settings:
+    root: Path
+    output: Path
+    texts: dict[str, str]
+
+
+_settings: _Settings | None = None
+_done = None  # the shared image counter
+
+
+def _init_worker(settings: _Settings, done: object) -> None:
+    global _settings, _done
+    _settings, _done = settings, done
+
+
+def convert_shard(task: ShardTask) -> ShardResult:
+    """Write one shard of the plan; its content depends on the plan alone, never on the worker or the timing."""
+    assert _settings is not None, "_init_worker sets up each worker"
+    builder = _ShardBuilder(_settings)
+    written = write_shard(_settings.output / task.name, builder.payloads(task.sources))
+    return ShardResult(task.name, task.split, written.records, written.bytes, written.sha256, builder.converted,
+                       builder.skipped)
+
+
+class _ShardBuilder:
+    """The records of one shard, noting the files skipped and converted on the way."""
+
+    def __init__(self, settings: _Settings) -> None:
+        self.settings = settings
+        self.skipped: list[tuple[str, str]] = []
+        self.converted = 0
+
+    def payloads(self, sources: tuple[Source, ...]) -> Iterator[bytes]:
+        for source in sources:
+            try:
+                image = prepare_image(self._read(source.path))
+            except SkipImage as reason:
+                self.skipped.append((source.path, str(reason)))
+                continue
+            finally:
+                with _done.get_lock():  # type: ignore[attr-defined]
+                    _done.value += 1  # type: ignore[attr-defined]
+            self.converted += image.conversion is not None
+            yield image_example(image, source.path.rsplit("/", 1)[-1], source.label, source.synset,
+                                self.settings.texts[source.synset], self._boxes(source, image))
+
+    def _read(self, path: str) -> bytes:
+        try:
+            return (self.settings.root / path).read_bytes()
+        except OSError as error:
+            raise SkipImage(f"cannot read ({error.strerror or error})") from None
+
+    def _boxes(self, source: Source, image: PreparedImage) -> list[Box]:
+        if source.annotation is None:
+            return []
+        try:
+            return read_boxes(self._read(source.annotation), image.width, image.height)
+        except (SkipImage, ValueError) as problem:
+            self.skipped.append((source.annotation, f"bounding boxes ignored, image kept: {problem}"))
+            return []
+

@@ -1,0 +1,184 @@
+"""``trainbench data verify``: read every record of a TFRecord folder and check it against what it declares.
+
+Per shard (in parallel): every record's checksums, the Example's schema, the label (1..N), a JPEG that decodes
+(``decode=False``: its header and end marker only) to the declared height and width in RGB; the file's sha256 and
+record count against the manifest. Across shards: each split's shards all present, and one label per synset, in
+sorted synset order. Each bad shard gives one problem naming the file (the first one found in it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from PIL import Image
+
+from trainbench.data.imagefiles import jpeg_is_complete
+from trainbench.data.parallel import counter, default_workers, run_parallel
+from trainbench.data.progress import Progress
+from trainbench.data.shards import SHARD_NAME, load_manifest, shard_files, shard_name
+from trainbench.data.tfrecord_reader import DataError, Feature, parse_example, read_records
+from trainbench.errors import UsageError
+
+REQUIRED = ("image/encoded", "image/height", "image/width", "image/class/label", "image/class/synset",
+            "image/format")
+
+
+@dataclass(frozen=True)
+class ShardCheck:
+    path: Path
+    records: int
+    sha256: str
+    synset_labels: dict[str, int]
+    problem: str | None
+
+
+@dataclass
+class VerifyReport:
+    folder: Path
+    shards: int = 0
+    records: dict[str, int] = field(default_factory=dict)  # per split
+    num_classes: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def verify(folder: Path, workers: int | None = None, decode: bool = True, stream: TextIO | None = None
+           ) -> VerifyReport:
+    """Check every shard of ``folder``; problems are listed in the report, a folder without shards is a UsageError."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such folder")
+    files = shard_files(folder)
+    if not files:
+        raise UsageError(f"{folder}: no TFRecord shards (train-NNNNN-of-NNNNN, validation-NNNNN-of-NNNNN)")
+    manifest = load_manifest(folder) or {}
+    listed = manifest.get("shards") if isinstance(manifest.get("shards"), dict) else {}
+    synsets = manifest.get("synsets") if isinstance(manifest.get("synsets"), list) else None
+    report = VerifyReport(folder, shards=len(files), problems=_missing_shards(folder, files, listed))
+    total = sum(entry.get("records", 0) for entry in listed.values()) if len(listed) == len(files) else None
+    done = counter()
+    tasks = [(path, len(synsets) if synsets else None, decode) for path in files]
+    with Progress("verify", total, done, stream):
+        checks = sorted(run_parallel(_check_shard, tasks, workers or default_workers(), _init_worker, (done,)),
+                        key=lambda check: check.path.name)
+    for check in checks:
+        split = SHARD_NAME.fullmatch(check.path.name).group(1)  # type: ignore[union-attr]
+        report.records[split] = report.records.get(split, 0) + check.records
+        problem = check.problem or _against_manifest(check, listed.get(check.path.name))
+        if problem:
+            report.problems.append(problem)
+    report.problems += _label_problems(folder, checks, synsets)
+    report.num_classes = len(synsets) if synsets else len({s for c in checks for s in c.synset_labels})
+    return report
+
+
+def _missing_shards(folder: Path, files: Sequence[Path], listed: dict[str, Any]) -> list[str]:
+    """Each split needs shards 0..N-1 of one N; a shard the manifest lists must be there."""
+    present = {path.name for path in files}
+    counts: dict[str, set[int]] = {}
+    for name in present:
+        split, _, count = SHARD_NAME.fullmatch(name).groups()  # type: ignore[union-attr]
+        counts.setdefault(split, set()).add(int(count))
+    expected = {shard_name(split, index, count) for split, sizes in counts.items() for count in sizes
+                for index in range(count)} | set(listed)
+    return [f"{folder / name}: missing (the {'manifest lists it' if name in listed else 'other shards name it'})"
+            for name in sorted(expected - present)]
+
+
+def _against_manifest(check: ShardCheck, entry: Any) -> str | None:
+    if not isinstance(entry, dict):
+        return None
+    if entry.get("records") != check.records:
+        return f"{check.path}: {check.records} records, the manifest lists {entry.get('records')}"
+    if entry.get("sha256") != check.sha256:
+        return f"{check.path}: content differs from the manifest's sha256 (replaced or altered after conversion)"
+    return None
+
+
+def _label_problems(folder: Path, checks: Sequence[ShardCheck], synsets: list[str] | None) -> list[str]:
+    """One label per synset, 1..N in sorted synset order (the manifest's list, else the synsets seen)."""
+    seen: dict[str, set[int]] = {}
+    for check in checks:
+        for synset, label in check.synset_labels.items():
+            seen.setdefault(synset, set()).add(label)
+    order = synsets or sorted(seen)
+    expected = {synset: label for label, synset in enumerate(order, start=1)}
+    return [f"{folder}: synset {synset} has label(s) {sorted(labels)}, expected {expected.get(synset, 'none')}"
+            for synset, labels in sorted(seen.items()) if labels != {expected.get(synset)}]
+
+
+# --- in the worker processes -------------------------------------------------------------------------------
+
+_done = None
+
+
+def _init_worker(done: object) -> None:
+    global _done
+    _done = done
+
+
+def _check_shard(task: tuple[Path, int | None, bool]) -> ShardCheck:
+    path, num_classes, decode = task
+    synset_labels: dict[str, int] = {}
+    records = 0
+    problem = None
+    try:
+        for records, payload in enumerate(read_records(path), start=1):
+            problem = _check_record(payload, num_classes, decode, synset_labels)
+            with _done.get_lock():  # type: ignore[attr-defined]
+                _done.value += 1  # type: ignore[attr-defined]
+            if problem:
+                problem = f"{path}: record {records - 1}: {problem}"
+                break
+    except DataError as error:
+        problem = str(error)
+    return ShardCheck(path, records, _sha256(path), synset_labels, problem)
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
+
+
+def _check_record(payload: bytes, num_classes: int | None, decode: bool, synset_labels: dict[str, int]) -> str | None:
+    try:
+        features = parse_example(payload)
+    except ValueError as error:
+        return str(error)
+    missing = [key for key in REQUIRED if len(features.get(key, [])) != 1]
+    if missing:
+        return f"no single {missing[0]}"
+    name = _text(features, "image/filename") or "unnamed"
+    label, synset = features["image/class/label"][0], _text(features, "image/class/synset")
+    if not isinstance(label, int) or label < 1 or (num_classes is not None and label > num_classes):
+        return f"({name}) label {label} outside 1..{num_classes or 'N'}"
+    if synset_labels.setdefault(synset, label) != label:
+        return f"({name}) synset {synset} with label {label}, earlier {synset_labels[synset]}"
+    problem = _check_image(features, decode)
+    return f"({name}) {problem}" if problem else None
+
+
+def _text(features: dict[str, Feature], key: str) -> str:
+    values = features.get(key) or [b""]
+    return values[0].decode(errors="replace") if isinstance(values[0], bytes) else str(values[0])
+
+
+def _check_image(features: dict[str, Feature], decode: bool) -> str | None:
+    encoded = features["image/encoded"][0]
+    declared = (features["image/width"][0], features["image/height"][0])
+    try:
+        image = Image.open(io.BytesIO(encoded))  # type: ignore[arg-type]
+        if image.format != "JPEG" or image.mode != "RGB":
+            return f"image is {image.format} {image.mode}, not an RGB JPEG"
+        if decode:
+            image.load()
+        elif not jpeg_is_complete(encoded):  # type: ignore[arg-type]
+            return "truncated JPEG"
+    except Exception as error:  # noqa: BLE001 -- Pillow raises many kinds on corrupt data: a finding, not a crash
+        return f"image does not decode ({error})"
+    if image.size != declared:
+        return f"declared {declared[0]}x{declared[1]}, the JPEG is {image.width}x{image.height}"
+    return None

@@ -1,0 +1,78 @@
+"""Bad input to ``trainbench data ...``: one line naming the file and the problem, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, assert_one_line_error, run_cli
+from trainbench.data.synth import SynthOptions, synth
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    root = tmp_path / "imagenet"
+    synth(SynthOptions(root, classes=2, train_per_class=2, val_per_class=1, size=(32, 24), workers=1))
+    return root
+
+
+def _refused(data: Path, *fragments: str) -> None:
+    assert_one_line_error(run_cli("data", "convert", str(data)), *fragments)
+    assert not (data / "TFRecords").exists()
+
+
+def test_missing_train_folder(data: Path) -> None:
+    (data / "train").rename(data / "training")
+    _refused(data, str(data / "train"), "missing")
+
+
+def test_a_synset_folder_without_images(data: Path) -> None:
+    (data / "train" / "n00000009").mkdir()
+    _refused(data, str(data / "train" / "n00000009"), "synset folder without files")
+
+
+def test_an_unsorted_validation_folder_points_to_valprep(data: Path) -> None:
+    (data / "val" / "ILSVRC2012_val_00000099.JPEG").write_bytes(b"")
+    _refused(data, str(data / "val"), "1 files are not in synset folders", "valprep")
+
+
+def test_a_validation_synset_unknown_to_train(data: Path) -> None:
+    (data / "val" / "n00000001").rename(data / "val" / "n07777777")
+    _refused(data, str(data / "val" / "n07777777"), "no folder in train/")
+
+
+def test_a_missing_data_folder(tmp_path: Path) -> None:
+    assert_one_line_error(run_cli("data", "convert", str(tmp_path / "nowhere")), str(tmp_path / "nowhere"),
+                          "no such folder")
+
+
+def test_an_unreadable_synset_names_file(data: Path) -> None:
+    result = run_cli("data", "convert", str(data), "--synset-names", str(data / "names.txt"))
+    assert_one_line_error(result, str(data / "names.txt"), "cannot read")
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    (["convert", "DATA", "--train-shards", "0"], ["--train-shards", "between 1 and 99,999", "'0'"]),
+    (["convert", "DATA", "--workers", "two"], ["--workers", "not a whole number", "'two'"]),
+    (["convert"], ["required", "DATA_DIR"]),
+    (["valprep", "DATA"], ["one of the arguments --solution --ground-truth is required"]),
+    (["valprep", "DATA", "--solution", "DATA/none.csv"], ["none.csv", "cannot be read"]),
+    (["valprep", "DATA", "--solution", "DATA/LOC_synset_mapping.txt"], ["not a LOC_val_solution.csv file"]),
+    (["synth", "--output", "DATA", "--classes", "1", "--train-per-class", "1"], ["train: already exists"]),
+    (["synth", "--output", "DATA/new", "--classes", "1", "--train-per-class", "1", "--size", "10x10"],
+     ["WIDTHxHEIGHT"]),
+    (["verify", "DATA/missing"], ["missing", "no such folder"]),
+    ([], ["required", "{convert,valprep,verify,synth}"]),
+])
+def test_bad_options_are_one_line(data: Path, args: list[str], fragments: list[str]) -> None:
+    args = [arg.replace("DATA", str(data)) for arg in args]
+    assert_one_line_error(run_cli("data", *args), *fragments)
+    assert not (data / "TFRecords").exists() and not (data / "new").exists()
+
+
+def test_the_wrapper_script_passes_its_arguments_on(tmp_path: Path) -> None:
+    result = subprocess.run(["bash", "dataset_util/convert_imagenet.sh", str(tmp_path / "nowhere")], cwd=REPO,
+                            capture_output=True, text=True)
+    assert_one_line_error(result, str(tmp_path / "nowhere"), "no such folder")

@@ -12,8 +12,8 @@ import pytest
 # Tests of both frameworks share this process. Importing TensorFlow and then torch or torchvision (which loads
 # torch._dynamo and triton) segfaults (TF 2.20 with the torch 2.14.1 wheels; see NOTES.md); the other order is
 # fine: import them before any test module can import TF.
-import torch  # noqa: F401, I001
-import torchvision  # noqa: F401, I001
+import torch  # noqa: F401
+import torchvision  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"

@@ -122,9 +122,9 @@ def test_is_out_of_memory_recognises_a_real_allocation_failure():
 
 def test_a_missing_data_folder_is_a_usage_error_naming_it(tmp_path):
     missing = str(tmp_path / "imagenet")
-    with pytest.raises(UsageError, match="imagenet.*does not exist"):
+    with pytest.raises(UsageError, match=r"imagenet.*does not exist"):
         ENGINE.make_runner(BenchConfig(model=model_config(), batch_size=2, data=missing))
-    with pytest.raises(UsageError, match="imagenet.*does not exist"):
+    with pytest.raises(UsageError, match=r"imagenet.*does not exist"):
         ENGINE.make_trainer(TrainConfig(model=model_config(), data=missing))
 
 

@@ -89,7 +89,7 @@ def test_fp16_needs_a_gpu_even_when_auto_falls_back_to_the_cpu() -> None:
 
 def test_runner_names_a_missing_data_folder(tmp_path: Path) -> None:
     missing = str(tmp_path / "imagenet")
-    with pytest.raises(UsageError, match="imagenet.*does not exist"):
+    with pytest.raises(UsageError, match=r"imagenet.*does not exist"):
         ENGINE.make_runner(BenchConfig(model=ModelConfig(device="cpu"), batch_size=2, data=missing))
 
 
@@ -191,7 +191,7 @@ def test_mean_loss_averages_since_the_last_call() -> None:
 
 
 def test_trainer_names_a_missing_data_folder(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="imagenet.*does not exist"):
+    with pytest.raises(UsageError, match=r"imagenet.*does not exist"):
         ENGINE.make_trainer(train_config(data=str(tmp_path / "imagenet")))
 
 

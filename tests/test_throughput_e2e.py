@@ -91,7 +91,10 @@ def test_killed_worker_is_recorded_and_finished_results_survive(tmp_path: Path) 
                "--device", "cpu", "--image-size", "32", "--num-classes", "10", "--warmup", "1", "--steps", "150",
                "--output", str(tmp_path)]
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    parent = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # A shell starts background jobs with SIGINT ignored and Python keeps that: give the CLI the default handling
+    # a terminal's Ctrl-C meets, wherever this test runs.
+    parent = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     me = psutil.Process(parent.pid)
 
     def worker_of(batch: int) -> psutil.Process | None:

@@ -6,20 +6,10 @@
 #   podman; default: docker, else podman).
 set -euo pipefail
 prog=build_image.sh
-die() { echo "${prog}: $*" >&2; exit 2; }
-
-# One line a shell reads back as the same words (Python's shlex.join quoting).
-quote_words() {
-  local word sq="'" escaped="'\"'\"'" out=()
-  for word in "$@"; do
-    if [[ -n "${word}" && "${word}" != *[!A-Za-z0-9_@%+=:,./-]* ]]; then
-      out+=("${word}")
-    else
-      out+=("'${word//${sq}/${escaped}}'")
-    fi
-  done
-  echo "${out[*]}"
-}
+common="$(dirname "${BASH_SOURCE[0]}")/scripts/container_common.sh"
+[[ -f "${common}" ]] || { echo "build_image.sh: ${common} not found (run this script from a full checkout)" >&2; exit 2; }
+# shellcheck source=scripts/container_common.sh
+source "${common}"
 
 usage="usage: bash build_image.sh [-t TAG] [--cuda-version X.Y.Z] [-- more docker build options]"
 tag="${IMAGE_TAG:-trainbench:latest}"
@@ -41,16 +31,7 @@ done
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 cd "${repo}"
 
-engine="${CONTAINER_ENGINE:-}"
-if [[ -n "${engine}" ]]; then
-  command -v "${engine}" > /dev/null || die "CONTAINER_ENGINE=${engine} is not on PATH"
-elif command -v docker > /dev/null; then
-  engine=docker
-elif command -v podman > /dev/null; then
-  engine=podman
-else
-  die "neither docker nor podman is on PATH: install Docker (https://docs.docker.com/engine/install/) or Podman"
-fi
+choose_engine "install Docker (https://docs.docker.com/engine/install/) or Podman"
 
 dockerfile="${repo}/docker/Dockerfile"
 [[ -f "${dockerfile}" ]] || die "${dockerfile} not found (run this script from a full checkout)"

@@ -10,20 +10,10 @@ set -euo pipefail
 prog=start_container.sh
 usage="usage: bash start_container.sh <dataset dir> [--profile] [--gpus all|none|LIST] [--shm-size SIZE]"
 usage+=" [-- command ...]"
-die() { echo "${prog}: $*" >&2; exit 2; }
-
-# One line a shell reads back as the same words (Python's shlex.join quoting).
-quote_words() {
-  local word sq="'" escaped="'\"'\"'" out=()
-  for word in "$@"; do
-    if [[ -n "${word}" && "${word}" != *[!A-Za-z0-9_@%+=:,./-]* ]]; then
-      out+=("${word}")
-    else
-      out+=("'${word//${sq}/${escaped}}'")
-    fi
-  done
-  echo "${out[*]}"
-}
+common="$(dirname "${BASH_SOURCE[0]}")/scripts/container_common.sh"
+[[ -f "${common}" ]] || { echo "start_container.sh: ${common} not found (run this script from a full checkout)" >&2; exit 2; }
+# shellcheck source=scripts/container_common.sh
+source "${common}"
 
 profile=0
 gpus="${GPUS:-all}"
@@ -53,16 +43,7 @@ data_abs="$(cd -- "${data}" 2> /dev/null && pwd -P)" || die "cannot enter datase
   || die "--gpus takes all, none or a comma-separated list of GPU indices or UUIDs, got '${gpus}'"
 [[ "${shm}" =~ ^[0-9]+[bkmgBKMG]?$ ]] || die "--shm-size takes a size such as 16g, got '${shm}'"
 
-engine="${CONTAINER_ENGINE:-}"
-if [[ -n "${engine}" ]]; then
-  command -v "${engine}" > /dev/null || die "CONTAINER_ENGINE=${engine} is not on PATH"
-elif command -v docker > /dev/null; then
-  engine=docker
-elif command -v podman > /dev/null; then
-  engine=podman
-else
-  die "neither docker nor podman is on PATH: install Docker with the NVIDIA Container Toolkit, or Podman with CDI"
-fi
+choose_engine "install Docker with the NVIDIA Container Toolkit, or Podman with CDI"
 
 uid="${SUDO_UID:-$(id -u)}"
 gid="${SUDO_GID:-$(id -g)}"

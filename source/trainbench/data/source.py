@@ -13,22 +13,20 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainbench.data.shards import MANIFEST, SHARD_NAME
 from trainbench.data.tfrecord_reader import count_records, parse_example, read_records
 from trainbench.errors import UsageError
 
 TFRECORDS = "tfrecords"
 IMAGE_FOLDER = "imagefolder"
-MANIFEST = "manifest.json"
 TRAIN, VALIDATION = "train", "validation"
 # torchvision's ImageFolder extensions: a tree is recognised by the files ImageFolder itself would load.
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
-_SHARD = re.compile(r"(train|validation)-\d{5}-of-\d{5}")  # temporary and hidden files never match
 _EVAL_FOLDERS = ("val", "validation")
 
 
@@ -41,7 +39,7 @@ class DataSource:
 
 
 def _shards(folder: Path, split: str) -> tuple[Path, ...]:
-    return tuple(sorted(path for path in folder.glob(f"{split}-*") if _SHARD.fullmatch(path.name)))
+    return tuple(sorted(path for path in folder.glob(f"{split}-*") if SHARD_NAME.fullmatch(path.name)))
 
 
 def _has_images(folder: Path) -> bool:

@@ -53,9 +53,11 @@ def run_worker(config: BenchConfig, run: ThroughputRun, timeout_s: float | None 
     config_path.write_text(json.dumps(to_dict(config), indent=2))
     log_path = run.log_path(batch)
     command = [sys.executable, "-m", "trainbench.bench.worker", str(config_path), str(result_path)]
+    child: subprocess.Popen[bytes] | None = None
     with open(log_path, "w", encoding="utf-8") as log:
-        child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        # Popen sits inside the try: a Ctrl-C that lands while the worker is being started is recorded too.
         try:
+            child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             returncode = child.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             child.kill()
@@ -64,8 +66,9 @@ def run_worker(config: BenchConfig, run: ThroughputRun, timeout_s: float | None 
             run.add(payload["result"])
             return payload
         except KeyboardInterrupt:
-            child.kill()
-            child.wait()
+            if child is not None:
+                child.kill()
+                child.wait()
             run.add({"batch_size": batch, "status": "interrupted", "error": "interrupted by the user"})
             raise
     if result_path.exists():

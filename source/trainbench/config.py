@@ -20,6 +20,7 @@ Device = Literal["auto", "cpu", "cuda"]
 FRAMEWORKS: tuple[str, ...] = ("tf", "torch")
 PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+PROFILERS: tuple[str, ...] = ("ncu", "nsys", "nvprof", "torch", "tf")
 
 # The original suite's sweep on a GPU; the CPU default is short so a laptop finishes in minutes.
 GPU_BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 96, 128)
@@ -98,6 +99,26 @@ class OptimizerConfig:
 
 
 @dataclass(frozen=True)
+class ProfileConfig:
+    """Which profiler covers which iterations: exactly [start_iteration, start_iteration + iterations)."""
+
+    tool: str
+    start_iteration: int = 1  # iterations before it run unprofiled (cuDNN autotuning, allocator warm-up)
+    iterations: int = 5
+    trace_dir: str | None = None  # torch / tf: where the framework profiler writes its trace
+
+    def __post_init__(self) -> None:
+        _choice("profiler", self.tool, PROFILERS)
+        _positive("start iteration", self.start_iteration, 0)
+        _positive("profiled iterations", self.iterations)
+
+    @property
+    def stop_iteration(self) -> int:
+        """The first iteration after the window."""
+        return self.start_iteration + self.iterations
+
+
+@dataclass(frozen=True)
 class BenchConfig:
     """One throughput measurement: a model configuration at one batch size."""
 
@@ -108,7 +129,7 @@ class BenchConfig:
     steps: int = 50
     data: str | None = None  # None: synthetic batches generated on the device
     sync_every_step: bool = False
-    profile: dict[str, Any] = field(default_factory=dict)  # reserved for the profilers' iteration window
+    profile: ProfileConfig | None = None  # set: run the profiler's window instead of a timed measurement
 
     def __post_init__(self) -> None:
         _positive("batch size", self.batch_size)
@@ -164,6 +185,8 @@ def bench_config_from_dict(raw: dict[str, Any]) -> BenchConfig:
     raw = dict(raw)
     raw["model"] = ModelConfig(**raw["model"])
     raw["optimizer"] = OptimizerConfig(**raw["optimizer"])
+    if raw.get("profile") is not None:
+        raw["profile"] = ProfileConfig(**raw["profile"])
     return BenchConfig(**raw)
 
 

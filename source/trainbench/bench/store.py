@@ -33,18 +33,22 @@ JSON_ONLY_FIELDS: tuple[str, ...] = ("gpus_at_window_end",)  # nested: summary.j
 STEP_FIELDS: tuple[str, ...] = ("batch_size", "phase", "step", "seconds")
 
 
-def create_run_dir(root: Path, label: str) -> Path:
-    """Make ``root/<UTC time>_<label>`` (with a numeric suffix when taken); an existing folder is never reused."""
+def create_fresh_dir(root: Path, name: str) -> Path:
+    """Make ``root/name``, or ``root/name-1``, ``-2``... when taken; an existing folder is never reused."""
     root.mkdir(parents=True, exist_ok=True)
-    stem = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}_{label}"
     for attempt in range(1000):
-        path = root / (stem if attempt == 0 else f"{stem}-{attempt}")
+        path = root / (name if attempt == 0 else f"{name}-{attempt}")
         try:
             path.mkdir()  # atomic: fails if someone else has the name
         except FileExistsError:
             continue
         return path
-    raise RuntimeError(f"could not create a new run folder under {root}")
+    raise RuntimeError(f"could not create a new folder {name} under {root}")
+
+
+def create_run_dir(root: Path, label: str) -> Path:
+    """Make ``root/<UTC time>_<label>`` (with a numeric suffix when taken)."""
+    return create_fresh_dir(root, f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}_{label}")
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -6,9 +6,9 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from trainbench.bench.store import ThroughputRun, create_run_dir, write_json_atomic
 from trainbench.config import BenchConfig, to_dict
@@ -45,14 +45,24 @@ def death_result(batch_size: int, returncode: int, log_text: str) -> dict[str, A
     return {"batch_size": batch_size, "status": status, "error": cause + detail}
 
 
-def run_worker(config: BenchConfig, run: ThroughputRun, timeout_s: float | None = None) -> dict[str, Any]:
-    """Measure one batch size in a child process and add its result to ``run``; returns the worker's payload."""
+class ResultStore(Protocol):
+    path: Path
+
+    def log_path(self, batch_size: int) -> Path: ...
+
+    def add(self, result: dict[str, Any], warmup_s: Sequence[float] = (), step_s: Sequence[float] = ()) -> None: ...
+
+
+def run_worker(config: BenchConfig, run: ResultStore, timeout_s: float | None = None,
+               prefix: Sequence[str] = ()) -> dict[str, Any]:
+    """Measure one batch size in a child process and add its result to ``run``; returns the worker's payload with
+    the process's exit status added. ``prefix`` is a command the worker runs under (a profiler)."""
     batch = config.batch_size
     config_path = run.path / "logs" / f"batch_{batch}.config.json"
     result_path = run.path / "logs" / f"batch_{batch}.result.json"
     config_path.write_text(json.dumps(to_dict(config), indent=2))
     log_path = run.log_path(batch)
-    command = [sys.executable, "-m", "trainbench.bench.worker", str(config_path), str(result_path)]
+    command = [*prefix, sys.executable, "-m", "trainbench.bench.worker", str(config_path), str(result_path)]
     child: subprocess.Popen[bytes] | None = None
     with open(log_path, "w", encoding="utf-8") as log:
         # Popen sits inside the try: a Ctrl-C that lands while the worker is being started is recorded too.
@@ -76,7 +86,7 @@ def run_worker(config: BenchConfig, run: ThroughputRun, timeout_s: float | None 
     else:
         payload = {"result": death_result(batch, returncode, log_path.read_text(errors="replace"))}
     run.add(payload["result"], payload.get("warmup_s", ()), payload.get("step_s", ()))
-    return payload
+    return {**payload, "returncode": returncode}
 
 
 def run_sweep(

@@ -30,9 +30,14 @@ def run_window(
     *,
     sync_every_step: bool = False,
     before_step: Sequence[StepHook] = (),
+    after_step: Sequence[StepHook] = (),
     clock: Callable[[], float] = time.perf_counter,
 ) -> Window:
-    """Run ``warmup`` untimed then ``steps`` timed training steps of ``runner``."""
+    """Run ``warmup`` untimed then ``steps`` timed training steps of ``runner``.
+
+    ``before_step`` and ``after_step`` hooks see every iteration (warm-up included) with its global number; the
+    device is synchronised after the warm-up, before the first timed step's hooks run.
+    """
     iteration = 0
 
     def one_step() -> None:
@@ -42,6 +47,8 @@ def run_window(
         runner.step()
         if sync_every_step:
             runner.sync()
+        for hook in after_step:
+            hook(iteration)
         iteration += 1
 
     warmup_s = []

@@ -41,7 +41,20 @@ def input_rate(config: BenchConfig) -> float:
     return rate
 
 
+def profile(config: BenchConfig, engine: Engine) -> dict[str, Any]:
+    from trainbench.profile.session import profile_run  # framework profilers load only when asked for
+
+    runner = engine.make_runner(config)
+    window = config.profile
+    assert window is not None
+    print(f"batch {config.batch_size}: {window.tool} profiles iterations {window.start_iteration} to "
+          f"{window.stop_iteration - 1}", flush=True)
+    return {"result": profile_run(config, runner)}
+
+
 def measure(config: BenchConfig, engine: Engine) -> dict[str, Any]:
+    if config.profile is not None:
+        return profile(config, engine)
     pipeline_rate = input_rate(config) if config.data is not None else None
     runner = engine.make_runner(config)
     print(f"batch {config.batch_size}: {config.warmup_steps} warm-up + {config.steps} timed steps", flush=True)

@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "data_cmd",
     "coreutil_cmd",
     "input_bench_cmd",
+    "profile_cmd",
 )
 
 

@@ -37,8 +37,26 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
     """A fixed-width table, one line per batch size, with failures' messages listed below it."""
     with_input = any(result.get("input_images_per_sec") is not None for result in results)
     header = COLUMNS + INPUT_COLUMNS if with_input else COLUMNS
-    rows = [header, *(_row(result, with_input) for result in results)]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
+    lines = aligned([header, *(_row(result, with_input) for result in results)])
+    lines.extend(f"batch {r['batch_size']} {r['status']}: {r['error']}" for r in results if r["status"] != "ok")
+    return "\n".join(lines)
+
+
+def aligned(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Right-aligned columns, two spaces apart."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def format_fields(results: Sequence[dict[str, Any]], fields: Sequence[str], width: int = 40) -> str:
+    """Any result rows as a table of ``fields`` (long values cut at ``width``), failures' messages below it."""
+    rows = [tuple(fields), *(tuple(_cell(r.get(f))[:width] for f in fields) for r in results)]
+    lines = aligned(rows)
     lines.extend(f"batch {r['batch_size']} {r['status']}: {r['error']}" for r in results if r["status"] != "ok")
     return "\n".join(lines)

@@ -1,0 +1,48 @@
+"""``trainbench profile PROFILER``: profile iterations [start, start + count) of training, per batch size."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from trainbench.cli.options import add_model_options, model_config
+from trainbench.cli.throughput import bench_configs
+from trainbench.config import PROFILERS, ProfileConfig
+from trainbench.profile.run import run_profile
+from trainbench.report.table import format_fields
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "profile",
+        help="profile a window of training iterations (ncu, nsys, nvprof, torch, tf)",
+        description="Run each batch size in a worker under PROFILER, profiling exactly iterations "
+        "[start, start + count): ncu gives the FMA/FP16/Tensor/SFU pipe utilizations, nsys the GPU's busy fraction, "
+        "nvprof (GPUs before compute capability 8.0) a timeline, torch and tf their frameworks' traces (CPU too). "
+        "Results go to a new folder OUTPUT/profiled_data_PROFILER; the last line printed is that folder.",
+    )
+    parser.add_argument("profiler", help=f"one of {', '.join(PROFILERS)}")
+    add_model_options(parser)
+    parser.add_argument("--start-iteration", type=int, default=1, metavar="N",
+                        help="iterations run before the window (default 1)")
+    parser.add_argument("--iterations", type=int, default=5, metavar="N", help="iterations profiled (default 5)")
+    parser.add_argument("--batch-sizes", help="e.g. 4,16 (default: as trainbench throughput)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--synthetic", action="store_true", help="random batches made on the device (default)")
+    source.add_argument("--data", metavar="DIR", help="TFRecords folder (real input)")
+    parser.add_argument("--metrics", help="ncu: comma-separated metrics instead of the set chosen for the GPU")
+    parser.add_argument("--output", default=".", metavar="DIR", help="where profiled_data_PROFILER is made "
+                        "(default: here; profiled_data_PROFILER-1, -2... when taken)")
+    parser.add_argument("--timeout", type=float, metavar="S", help="give up on a batch size after S seconds")
+    parser.set_defaults(run=run, warmup=0, steps=1, sync_every_step=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    window = ProfileConfig(tool=args.profiler, start_iteration=args.start_iteration, iterations=args.iterations)
+    configs = bench_configs(args, model_config(args))
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    store = run_profile(window, configs, Path(args.output), lambda line: print(line, flush=True), metrics,
+                        args.timeout)
+    print(format_fields(store.results, store.fields[:-1]))
+    print(store.path)
+    return 0 if any(result["status"] == "ok" for result in store.results) else 1

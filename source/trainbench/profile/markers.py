@@ -1,0 +1,129 @@
+"""The CUDA profiler start/stop API and NVTX ranges, as the external profilers see them.
+
+ncu (``--profile-from-start off``), nsys (``--capture-range=cudaProfilerApi``) and nvprof
+(``--profile-from-start off``) record only between ``cudaProfilerStart`` and ``cudaProfilerStop``; NVTX ranges name
+the steps on nsys' timeline. PyTorch exposes both; TensorFlow does not, so for it the CUDA runtime and the NVTX
+library are called through ctypes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import sys
+from typing import Protocol
+
+
+class Markers(Protocol):
+    def start_capture(self) -> None:
+        """cudaProfilerStart: external profilers begin recording here."""
+
+    def stop_capture(self) -> None:
+        """cudaProfilerStop."""
+
+    def push_range(self, name: str) -> None:
+        """Open a nested NVTX range."""
+
+    def pop_range(self) -> None:
+        """Close the innermost NVTX range."""
+
+
+class NoMarkers:
+    """On the CPU there is no CUDA profiler to tell."""
+
+    def start_capture(self) -> None:
+        pass
+
+    def stop_capture(self) -> None:
+        pass
+
+    def push_range(self, name: str) -> None:
+        pass
+
+    def pop_range(self) -> None:
+        pass
+
+
+class TorchMarkers:
+    def __init__(self) -> None:
+        import torch
+
+        self._profiler = torch.cuda.profiler
+        self._nvtx = torch.cuda.nvtx
+
+    def start_capture(self) -> None:
+        self._profiler.start()
+
+    def stop_capture(self) -> None:
+        self._profiler.stop()
+
+    def push_range(self, name: str) -> None:
+        self._nvtx.range_push(name)
+
+    def pop_range(self) -> None:
+        self._nvtx.range_pop()
+
+
+# sonames of the CUDA runtime, newest first; TensorFlow 2.20 loads the CUDA 12 one from its pip packages.
+CUDART_NAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so")
+NVTX_NAMES = ("libnvToolsExt.so.1", "libnvToolsExt.so")
+
+
+def _pip_library_dirs() -> list[str]:
+    """lib folders of NVIDIA's pip packages (nvidia-cuda-runtime-cu12, nvidia-nvtx-cu12), which are not on the
+    loader's search path."""
+    dirs: list[str] = []
+    for entry in sys.path:
+        dirs.extend(glob.glob(os.path.join(entry, "nvidia", "*", "lib")))
+    return dirs
+
+
+def load_library(names: tuple[str, ...]) -> ctypes.CDLL | None:
+    """The first of ``names`` that loads, from the loader's path or NVIDIA's pip packages; None if none does."""
+    candidates = list(names) + [os.path.join(d, name) for d in _pip_library_dirs() for name in names]
+    for candidate in candidates:
+        try:
+            return ctypes.CDLL(candidate)
+        except OSError:
+            continue
+    return None
+
+
+class CudaRuntimeMarkers:
+    """The same calls through ctypes, for frameworks that do not expose them (TensorFlow)."""
+
+    def __init__(self) -> None:
+        cudart = load_library(CUDART_NAMES)
+        if cudart is None:
+            raise RuntimeError(f"no CUDA runtime library found ({', '.join(CUDART_NAMES)})")
+        self._cudart = cudart
+        self._nvtx = load_library(NVTX_NAMES)
+        if self._nvtx is None:
+            print("profile: no NVTX library (libnvToolsExt.so.1; pip install nvidia-nvtx-cu12): steps are not "
+                  "named on the timeline", flush=True)
+
+    def start_capture(self) -> None:
+        self._check(self._cudart.cudaProfilerStart(), "cudaProfilerStart")
+
+    def stop_capture(self) -> None:
+        self._check(self._cudart.cudaProfilerStop(), "cudaProfilerStop")
+
+    def push_range(self, name: str) -> None:
+        if self._nvtx is not None:
+            self._nvtx.nvtxRangePushA(name.encode())
+
+    def pop_range(self) -> None:
+        if self._nvtx is not None:
+            self._nvtx.nvtxRangePop()
+
+    @staticmethod
+    def _check(status: int, call: str) -> None:
+        if status != 0:
+            raise RuntimeError(f"{call} returned CUDA error {status}")
+
+
+def markers_for(framework: str, device: str) -> Markers:
+    if device != "cuda":
+        return NoMarkers()
+    return TorchMarkers() if framework == "torch" else CudaRuntimeMarkers()

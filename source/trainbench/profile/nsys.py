@@ -1,0 +1,66 @@
+"""Nsight Systems: a timeline of the window only, exported to SQLite and reduced to the GPU's busy fraction.
+
+The older suite read nvvp timelines by hand to get a compute utilization; here ``analysis.timeline`` computes it
+from the export (kernel intervals clipped to the window and merged across streams).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from trainbench.errors import UsageError
+from trainbench.profile.gpu_target import GpuTarget
+from trainbench.profile.tools import find_binary
+
+TRACES = "cuda,nvtx,cudnn,cublas"
+
+
+class Nsys:
+    name = "nsys"
+    summary_fields = ("gpu_busy_fraction", "window_ms", "steps", "step_gpu_ms_median", "memcpy_ms", "kernels",
+                      "top_kernel")
+
+    def __init__(self) -> None:
+        self.binary = ""
+
+    def prepare(self, gpu: GpuTarget | None, log_dir: Path) -> None:
+        self.binary = find_binary("nsys", "Nsight Systems: in the trainbench image at /usr/local/cuda/bin/nsys")
+
+    def command(self, run_dir: Path, batch_size: int) -> list[str]:
+        return [self.binary, "profile", "--capture-range=cudaProfilerApi", "--capture-range-end=stop",
+                f"--trace={TRACES}", "--sample=none", "--cpuctxsw=none", "--force-overwrite=false",
+                "--output", str(run_dir / f"batch_{batch_size}")]
+
+    def export(self, report: Path) -> Path:
+        database = report.with_suffix(".sqlite")
+        command = [self.binary, "export", "--type", "sqlite", "--output", str(database), str(report)]
+        result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=1800)
+        if result.returncode != 0 or not database.exists():
+            lines = (result.stdout + result.stderr).strip().splitlines()
+            raise UsageError(f"{report}: nsys export failed ({lines[-1] if lines else f'exit {result.returncode}'})")
+        return database
+
+    def analyze(self, run_dir: Path, batch_size: int) -> dict[str, Any]:
+        from trainbench.analysis.timeline import summarize
+
+        report = run_dir / f"batch_{batch_size}.nsys-rep"
+        if not report.exists():
+            raise UsageError(f"{report}: nsys wrote no report (was cudaProfilerStart reached? see the log)")
+        summary = summarize(self.export(report))
+        (run_dir / f"batch_{batch_size}.timeline.json").write_text(json.dumps(summary, indent=2) + "\n")
+        top = summary["top_kernels"]
+        return {
+            "gpu_busy_fraction": summary["gpu_busy_fraction"],
+            "window_ms": summary["window_ns"] / 1e6,
+            "steps": summary["steps"],
+            "step_gpu_ms_median": summary["step_gpu_ms_median"],
+            "memcpy_ms": summary["memcpy_ns"] / 1e6,
+            "kernels": summary["kernels"],
+            "top_kernel": top[0]["name"][:120] if top else None,
+        }
+
+    def explain_failure(self, text: str) -> str | None:
+        return None

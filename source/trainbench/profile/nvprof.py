@@ -1,0 +1,48 @@
+"""nvprof: the only profiler of the original suite's era that still exists, for GPUs before compute capability 8.0.
+
+It cannot profile an A100 or anything newer; there, nsys gives the timeline and ncu the pipe utilizations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trainbench.errors import UsageError
+from trainbench.profile.gpu_target import GpuTarget
+from trainbench.profile.tools import counter_permission_failure, find_binary
+
+LAST_SUPPORTED = (8, 0)  # first compute capability nvprof refuses
+
+
+class Nvprof:
+    name = "nvprof"
+    summary_fields = ("nvvp", "gpu_trace")
+
+    def __init__(self) -> None:
+        self.binary = ""
+
+    def prepare(self, gpu: GpuTarget | None, log_dir: Path) -> None:
+        assert gpu is not None
+        if gpu.compute_capability >= LAST_SUPPORTED:
+            raise UsageError(f"nvprof cannot profile compute capability {gpu.cc} ({gpu.name}; it stops before 8.0): "
+                             "use 'bash scripts/measure_compute_util.sh nsys' for the timeline, or ncu for the "
+                             "pipe utilizations")
+        self.binary = find_binary("nvprof", "CUDA 11 or older; CUDA 12 and later ship no nvprof")
+
+    def command(self, run_dir: Path, batch_size: int) -> list[str]:
+        stem = run_dir / f"batch_{batch_size}"
+        return [self.binary, "--profile-from-start", "off", "--export-profile", f"{stem}.nvvp",
+                "--print-gpu-trace", "--csv", "--log-file", f"{stem}.gputrace.csv"]
+
+    def analyze(self, run_dir: Path, batch_size: int) -> dict[str, Any]:
+        nvvp = run_dir / f"batch_{batch_size}.nvvp"
+        trace = run_dir / f"batch_{batch_size}.gputrace.csv"
+        if not nvvp.exists():
+            raise UsageError(f"{nvvp}: nvprof wrote no profile (see the log)")
+        if not trace.exists() or not trace.read_text(errors="replace").strip():
+            raise UsageError(f"{trace}: nvprof wrote no GPU trace (see the log)")
+        return {"nvvp": nvvp.name, "gpu_trace": trace.name}
+
+    def explain_failure(self, text: str) -> str | None:
+        return counter_permission_failure(text)

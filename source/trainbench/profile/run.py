@@ -1,0 +1,132 @@
+"""A profiled sweep: for each batch size a worker runs the window under the chosen profiler, then the profiler's
+output is reduced to one summary row. Results go to a new folder (``profiled_data_<profiler>``, numbered when that
+name is taken) and are rewritten after every batch size, so an interrupted sweep keeps what it finished.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from trainbench.bench.store import create_fresh_dir, write_csv_atomic, write_json_atomic
+from trainbench.bench.sweep import run_worker
+from trainbench.config import BenchConfig, ProfileConfig, to_dict
+from trainbench.errors import UsageError
+from trainbench.profile.framework import FrameworkProfiler, trace_dir_for
+from trainbench.profile.gpu_target import GpuTarget, query_gpu
+from trainbench.profile.ncu import Ncu
+from trainbench.profile.nsys import Nsys
+from trainbench.profile.nvprof import Nvprof
+from trainbench.profile.tools import Profiler
+from trainbench.telemetry.env import collect_env
+
+EXTERNAL = ("ncu", "nsys", "nvprof")
+
+
+def make_profiler(name: str, metrics: list[str] | None = None) -> Profiler:
+    if name == "ncu":
+        return Ncu(metrics)
+    if name == "nsys":
+        return Nsys()
+    if name == "nvprof":
+        return Nvprof()
+    return FrameworkProfiler(name)
+
+
+class ProfileRun:
+    """profile.json (settings and every batch size's record), summary.csv (one row per batch size), logs/."""
+
+    def __init__(self, path: Path, header: dict[str, Any], fields: Sequence[str]) -> None:
+        self.path = path
+        self.header = header
+        self.fields = ("batch_size", "status", *fields, "profiled_iterations", "error")
+        self.results: list[dict[str, Any]] = []
+        (path / "logs").mkdir(exist_ok=True)
+        self._write()
+
+    def log_path(self, batch_size: int) -> Path:
+        return self.path / "logs" / f"batch_{batch_size}.log"
+
+    def add(self, result: dict[str, Any], warmup_s: Sequence[float] = (), step_s: Sequence[float] = ()) -> None:
+        self.results.append(dict(result))
+        self._write()
+
+    def update_last(self, fields: dict[str, Any]) -> None:
+        self.results[-1].update(fields)
+        self._write()
+
+    def _write(self) -> None:
+        write_json_atomic(self.path / "profile.json", {**self.header, "results": self.results})
+        write_csv_atomic(self.path / "summary.csv", self.fields, self.results)
+
+
+def check_profiler(name: str, profiler: Profiler, configs: Sequence[BenchConfig], log_dir: Path) -> GpuTarget | None:
+    """Everything that would make the whole sweep fail, checked before anything runs."""
+    gpu = None
+    if name in EXTERNAL:
+        gpu = query_gpu(name)
+        if configs[0].model.device == "cpu":
+            raise UsageError(f"{name} profiles GPU kernels: drop --device cpu (or use the torch or tf profiler)")
+    elif name != configs[0].model.framework:
+        raise UsageError(f"the {name} profiler profiles the {name} engine: add --framework {name}")
+    profiler.prepare(gpu, log_dir)
+    return gpu
+
+
+def with_window(config: BenchConfig, window: ProfileConfig, run_dir: Path) -> BenchConfig:
+    trace_dir = str(trace_dir_for(run_dir.resolve(), config.batch_size)) if window.tool in ("torch", "tf") else None
+    return dataclasses.replace(config, profile=dataclasses.replace(window, trace_dir=trace_dir))
+
+
+def profile_batch(config: BenchConfig, profiler: Profiler, store: ProfileRun, timeout_s: float | None) -> None:
+    """One batch size: the worker under the profiler, then its analysis; a failure is recorded, never raised,
+    except a refusal that every batch size would meet (counter permissions)."""
+    batch = config.batch_size
+    payload = run_worker(config, store, timeout_s, prefix=profiler.command(store.path, batch))
+    log_text = store.log_path(batch).read_text(errors="replace")
+    refusal = profiler.explain_failure(log_text)
+    if refusal is not None:
+        store.update_last({"status": "error", "error": refusal})
+        raise UsageError(refusal)
+    if payload["result"]["status"] != "ok":
+        return
+    try:
+        store.update_last(profiler.analyze(store.path, batch))
+    except UsageError as error:
+        store.update_last({"status": "error", "error": str(error)})
+    if payload["returncode"] != 0 and store.results[-1]["status"] == "ok":
+        store.update_last({"error": f"{profiler.name} exited with status {payload['returncode']} (see the log)"})
+
+
+def run_profile(
+    window: ProfileConfig,
+    configs: list[BenchConfig],
+    output: Path,
+    echo: Callable[[str], None],
+    metrics: list[str] | None = None,
+    timeout_s: float | None = None,
+) -> ProfileRun:
+    profiler = make_profiler(window.tool, metrics)
+    run_dir = create_fresh_dir(output, f"profiled_data_{window.tool}")
+    try:
+        gpu = check_profiler(window.tool, profiler, configs, run_dir)
+    except UsageError:
+        if not any(run_dir.iterdir()):
+            run_dir.rmdir()  # nothing ran: leave no empty folder behind
+        raise
+    header = {"profiler": window.tool, "window": to_dict(window), "model": to_dict(configs[0].model),
+              "gpu": dataclasses.asdict(gpu) if gpu else None, "settings": getattr(profiler, "metrics", None)}
+    write_json_atomic(run_dir / "env.json", collect_env(sys.argv))
+    store = ProfileRun(run_dir, header, profiler.summary_fields)
+    echo(f"profile folder: {run_dir}")
+    for config in configs:
+        echo(f"batch size {config.batch_size}: {window.tool} over iterations {window.start_iteration}.."
+             f"{window.stop_iteration - 1} (log: {store.log_path(config.batch_size)})")
+        profile_batch(with_window(config, window, run_dir), profiler, store, timeout_s)
+        result = store.results[-1]
+        detail = f": {result['error']}" if result["error"] else ""
+        echo(f"batch size {config.batch_size}: {result['status']}{detail}")
+    return store

@@ -1,0 +1,50 @@
+"""The worker's side of a profiled run: the hooks a profiler needs, the window run, and its record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trainbench.bench.stats import summarize
+from trainbench.config import BenchConfig, ProfileConfig
+from trainbench.engines.base import StepRunner
+from trainbench.profile.markers import markers_for
+from trainbench.profile.window import CaptureHooks, WindowHooks, WindowRecorder, profile_window
+
+
+def framework_hooks(window: ProfileConfig, framework: str, device: str) -> list[WindowHooks]:
+    if window.tool not in ("torch", "tf"):
+        return []
+    if window.tool != framework:
+        raise ValueError(f"the {window.tool} profiler cannot profile the {framework} engine")
+    trace_dir = Path(window.trace_dir or ".")
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    if framework == "torch":
+        from trainbench.profile.framework import TorchProfilerHooks
+
+        return [TorchProfilerHooks(trace_dir, window, cuda=device == "cuda")]
+    from trainbench.profile.framework import TfProfilerHooks
+
+    return [TfProfilerHooks(trace_dir)]
+
+
+def profile_run(config: BenchConfig, runner: StepRunner) -> dict[str, Any]:
+    """Run the configured window on ``runner``; the result says which iterations the window held."""
+    window = config.profile
+    assert window is not None
+    model = config.model
+    recorder = WindowRecorder()
+    hooks = [recorder, CaptureHooks(markers_for(model.framework, model.device)),
+             *framework_hooks(window, model.framework, model.device)]
+    timing = profile_window(runner, window, hooks)
+    images_per_step = getattr(runner, "images_per_step", config.batch_size)
+    return {
+        "batch_size": config.batch_size,
+        "status": "ok",
+        "error": None,
+        "profiler": window.tool,
+        "profiled_iterations": recorder.iterations,
+        # Timed with a profiler attached: how long the window took, never a throughput to compare.
+        "window_images_per_sec": summarize(images_per_step, timing)["images_per_sec"],
+        "window_s": timing.window_s,
+    }

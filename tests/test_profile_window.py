@@ -1,0 +1,151 @@
+"""The profiled window: exactly iterations [start, start + count), for the CUDA profiler API, NVTX ranges and the
+frameworks' own profilers (these run for real, on the CPU)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, assert_one_line_error, run_cli
+from trainbench.config import ProfileConfig
+from trainbench.errors import UsageError
+from trainbench.profile.window import CaptureHooks, WindowRecorder, profile_window
+
+TINY = ["--device", "cpu", "--image-size", "32", "--num-classes", "10"]
+
+
+class CallLog:
+    """A runner and a Markers at once, so the order of steps, synchronisations and profiler calls is one list."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def step(self) -> None:
+        self.calls.append("step")
+
+    def sync(self) -> None:
+        self.calls.append("sync")
+
+    def start_capture(self) -> None:
+        self.calls.append("start")
+
+    def stop_capture(self) -> None:
+        self.calls.append("stop")
+
+    def push_range(self, name: str) -> None:
+        self.calls.append(f"push {name}")
+
+    def pop_range(self) -> None:
+        self.calls.append("pop")
+
+
+def test_capture_covers_exactly_the_window_after_a_synchronisation() -> None:
+    log = CallLog()
+    recorder = WindowRecorder()
+    profile_window(log, ProfileConfig("ncu", start_iteration=2, iterations=2), [recorder, CaptureHooks(log)])
+    assert recorder.iterations == [2, 3]
+    assert log.calls == [
+        "push epoch:0", "push step:0", "step", "pop",
+        "push step:1", "step", "pop",
+        "sync",  # the unprofiled iterations' work is done before the capture starts
+        "start", "push step:2", "step", "pop",
+        "push step:3", "step", "pop",
+        "sync", "stop", "pop",  # the window's work is done before the capture stops; then the epoch closes
+    ]
+
+
+def test_window_can_start_at_the_first_iteration() -> None:
+    log = CallLog()
+    recorder = WindowRecorder()
+    profile_window(log, ProfileConfig("nsys", start_iteration=0, iterations=1), [recorder, CaptureHooks(log)])
+    assert recorder.iterations == [0]
+    assert log.calls.index("start") < log.calls.index("push step:0") < log.calls.index("stop")
+
+
+@pytest.mark.parametrize(("field", "value"), [("iterations", 0), ("start_iteration", -1), ("tool", "vtune")])
+def test_bad_window_is_a_usage_error(field: str, value: object) -> None:
+    settings = {"tool": "ncu", "start_iteration": 1, "iterations": 5, field: value}
+    with pytest.raises(UsageError):
+        ProfileConfig(**settings)
+
+
+def profiler_steps(trace: Path) -> list[int]:
+    events = json.loads(trace.read_text())["traceEvents"]
+    return sorted(int(e["name"].split("#")[1]) for e in events if e.get("name", "").startswith("ProfilerStep#"))
+
+
+def test_torch_profiler_records_exactly_the_asked_iterations(tmp_path: Path) -> None:
+    result = run_cli("profile", "torch", *TINY, "--batch-sizes", "2,3", "--start-iteration", "2", "--iterations", "3",
+                     "--output", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = Path(result.stdout.strip().splitlines()[-1])
+    assert run_dir == tmp_path / "profiled_data_torch"
+    for batch in (2, 3):
+        assert profiler_steps(run_dir / f"batch_{batch}" / "trace.json") == [2, 3, 4]
+        with open(run_dir / f"batch_{batch}" / "operators.csv", newline="") as table:
+            operators = {row["name"]: row for row in csv.DictReader(table)}
+        # 53 convolutions per forward pass of ResNet-50, three profiled iterations.
+        assert int(operators["aten::convolution"]["calls"]) == 53 * 3
+    record = json.loads((run_dir / "profile.json").read_text())
+    assert [r["profiled_iterations"] for r in record["results"]] == [[2, 3, 4], [2, 3, 4]]
+    with open(run_dir / "summary.csv", newline="") as rows:
+        summary = list(csv.DictReader(rows))
+    assert [(row["batch_size"], row["status"]) for row in summary] == [("2", "ok"), ("3", "ok")]
+    assert summary[0]["trace"] == "batch_2/trace.json" and summary[0]["top_operator"].startswith("aten::")
+
+
+def test_second_run_gets_a_new_folder(tmp_path: Path) -> None:
+    args = ("profile", "torch", *TINY, "--batch-sizes", "2", "--start-iteration", "0", "--iterations", "1",
+            "--output", str(tmp_path))
+    first, second = run_cli(*args), run_cli(*args)
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert Path(second.stdout.strip().splitlines()[-1]) == tmp_path / "profiled_data_torch-1"
+    assert profiler_steps(tmp_path / "profiled_data_torch" / "batch_2" / "trace.json") == [0]
+
+
+def xplane_steps(log_dir: Path) -> list[int]:
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    (path,) = log_dir.glob("plugins/profile/*/*.xplane.pb")
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    steps = []
+    for plane in space.planes:
+        names = {key: meta.name for key, meta in plane.event_metadata.items()}
+        stats = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        for line in plane.lines:
+            for event in line.events:
+                if names.get(event.metadata_id) == "train":
+                    steps += [s.int64_value for s in event.stats if stats.get(s.metadata_id) == "step_num"]
+    return sorted(steps)
+
+
+def test_tf_profiler_through_the_script_traces_exactly_the_window(tmp_path: Path) -> None:
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2", "BATCH_SIZES": "2",
+           "OUTPUT": str(tmp_path), "PYTHON": sys.executable, "EXTRA_ARGS": " ".join(TINY)}
+    result = subprocess.run(["bash", "scripts/measure_compute_util.sh", "tf", "1", "2"], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = tmp_path / "profiled_data_tf"
+    assert xplane_steps(run_dir / "batch_2") == [1, 2]
+    record = json.loads((run_dir / "profile.json").read_text())
+    assert record["model"]["framework"] == "tf" and record["results"][0]["profiled_iterations"] == [1, 2]
+
+
+def test_framework_profiler_must_match_the_engine(tmp_path: Path) -> None:
+    result = run_cli("profile", "tf", "--framework", "torch", *TINY, "--output", str(tmp_path))
+    assert_one_line_error(result, "--framework tf")
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args", [["ncu", "x"], ["ncu", "1", "-5"], []])
+def test_script_refuses_bad_arguments(args: list[str]) -> None:
+    result = subprocess.run(["bash", "scripts/measure_compute_util.sh", *args], cwd=REPO, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -83,7 +83,7 @@ KERNELS = [
     (950, 1100, 7, 2, TRAIN_PID, RELU),  # K1 straddles the window start (launched before step 0)
     (1100, 1200, 7, 3, TRAIN_PID, GEMM),  # K2 step 0
     (1150, 1300, 13, 4, TRAIN_PID, GEMM),  # K3 step 0, overlaps K2 on another stream
-    (1450, 1520, 7, 5, TRAIN_PID, RELU),  # K4 step 0 by its launch, though it runs into step 1's kernels
+    (1450, 1620, 21, 5, TRAIN_PID, RELU),  # K4 step 0 by its launch, though it runs beside step 1's kernels
     (1500, 1600, 7, 6, TRAIN_PID, GEMM),  # K5 step 1 (autograd thread)
     (1550, 1650, 13, 7, TRAIN_PID, RELU),  # K6 step 1
     (1700, 1750, 20, 5, OTHER_PID, MISSING_DEMANGLED),  # K8 other process reusing correlationId 5, no step
@@ -220,8 +220,8 @@ def test_kernels_names_and_durations(export: Path) -> None:
         frame = kernels(conn)
     assert list(frame.columns) == ["start", "end", "duration_ns", "device", "stream", "name"]
     assert frame["start"].tolist() == sorted(row[0] for row in KERNELS)
-    assert frame["duration_ns"].tolist() == [200, 150, 100, 150, 70, 100, 100, 50, 130]
-    assert frame["stream"].tolist() == [7, 7, 7, 13, 7, 7, 13, 20, 7]
+    assert frame["duration_ns"].tolist() == [200, 150, 100, 150, 170, 100, 100, 50, 130]
+    assert frame["stream"].tolist() == [7, 7, 7, 13, 21, 7, 13, 20, 7]
     assert frame["name"].iloc[2] == "void gemm_kernel<float>(Params)"
     assert frame["name"].iloc[7] == "nccl_short"  # demangledName 99 is no string
     assert frame["name"].iloc[8].startswith("ncclDevKernel_AllReduce")
@@ -275,10 +275,10 @@ def test_window_without_steps_is_the_gpu_activity(tmp_path: Path) -> None:
 def test_kernels_belong_to_the_step_that_launched_them(export: Path) -> None:
     with closing(open_export(export)) as conn:
         frame = step_gpu_time(conn)
-    # step 0: K2 [1100,1200) + K3 [1150,1300) union 200, K4 [1450,1520) 70 (launched at 1390, inside step 0).
+    # step 0: K2 [1100,1200) + K3 [1150,1300) union 200, K4 [1450,1620) 170 (launched at 1390, in step 0).
     # step 1: K5 [1500,1600) + K6 [1550,1650) union 150 (K4's overlap is step 0's), K7 [1900,2030) 130.
     # The other process's K8 shares correlationId 5 with K4 but was launched at 100: in no step.
-    assert frame.to_dict("list") == {"step": [0, 1, 2], "gpu_busy_ns": [270, 280, 0], "kernels": [3, 3, 0]}
+    assert frame.to_dict("list") == {"step": [0, 1, 2], "gpu_busy_ns": [370, 280, 0], "kernels": [3, 3, 0]}
 
 
 def test_without_runtime_table_kernel_start_decides(tmp_path: Path) -> None:
@@ -292,13 +292,13 @@ def test_without_runtime_table_kernel_start_decides(tmp_path: Path) -> None:
 def test_top_kernels_in_the_window(export: Path) -> None:
     with closing(open_export(export)) as conn:
         frame = top_kernels(conn, n=3)
-    # Cut to [1000, 2100): gemm 100+150+100, relu 100 (K1 cut) + 70 + 100 (K0 outside), nccl 130, nccl_short 50.
+    # Cut to [1000, 2100): relu 100 (K1 cut) + 170 + 100 (K0 outside), gemm 100+150+100, nccl 130, nccl_short 50.
     assert list(frame.columns) == ["name", "total_ns", "instances", "mean_ns", "share"]
-    assert frame["name"].tolist() == ["void gemm_kernel<float>(Params)", "void relu_kernel(float*)", STRINGS[5]]
-    assert frame["total_ns"].tolist() == [350, 270, 130]
+    assert frame["name"].tolist() == ["void relu_kernel(float*)", "void gemm_kernel<float>(Params)", STRINGS[5]]
+    assert frame["total_ns"].tolist() == [370, 350, 130]
     assert frame["instances"].tolist() == [3, 3, 1]
-    assert frame["mean_ns"].tolist() == pytest.approx([350 / 3, 90, 130])
-    assert frame["share"].tolist() == pytest.approx([350 / 800, 270 / 800, 130 / 800])
+    assert frame["mean_ns"].tolist() == pytest.approx([370 / 3, 350 / 3, 130])
+    assert frame["share"].tolist() == pytest.approx([370 / 900, 350 / 900, 130 / 900])
 
 
 # --- summary ------------------------------------------------------------------------------------------------
@@ -310,18 +310,18 @@ def test_summary_of_a_training_window(export: Path) -> None:
     assert summary["window_ns"] == 1100
     assert summary["gpu_busy_ns"] == 680
     assert summary["gpu_busy_fraction"] == pytest.approx(680 / 1100)
-    assert summary["kernel_ns_sum"] == 800
+    assert summary["kernel_ns_sum"] == 900
     assert summary["kernels"] == 8
     # memcpy: [800,1020) cut to [1000,1020) 20, [1050,1150) + [1120,1200) union 150; [100,200) outside.
     assert summary["memcpy_ns"] == 170
     assert summary["memcpy_bytes"] == 500 + 4096 + 1000
     assert summary["memset_ns"] == 90
     assert summary["steps"] == 3
-    assert summary["step_gpu_ms"] == pytest.approx([270e-6, 280e-6, 0.0])
-    assert summary["step_gpu_ms_median"] == pytest.approx(270e-6)
-    assert [row["name"] for row in summary["top_kernels"]] == [STRINGS[1], STRINGS[3], STRINGS[5], "nccl_short"]
+    assert summary["step_gpu_ms"] == pytest.approx([370e-6, 280e-6, 0.0])
+    assert summary["step_gpu_ms_median"] == pytest.approx(280e-6)
+    assert [row["name"] for row in summary["top_kernels"]] == [STRINGS[3], STRINGS[1], STRINGS[5], "nccl_short"]
     assert summary["top_kernels"][3] == {"name": "nccl_short", "total_ns": 50, "instances": 1, "mean_ns": 50.0,
-                                         "share": pytest.approx(50 / 800)}
+                                         "share": pytest.approx(50 / 900)}
 
 
 def test_summary_of_two_overlapping_streams(tmp_path: Path) -> None:

@@ -41,15 +41,15 @@ def open_export(path: str | Path) -> sqlite3.Connection:
     """Read-only connection to an nsys SQLite export; :class:`UsageError` naming the file when it is not one."""
     file = Path(path)
     if not file.is_file():
-        raise UsageError(f"{path}: no such file")
+        raise UsageError(f"{path}: {'not a file' if file.exists() else 'no such file'}")
     # A URI so that mode=ro holds: opening must never create or modify the export.
     conn = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
     try:
         has_kernels = _has_table(conn, KERNEL_TABLE)
     except sqlite3.DatabaseError as error:  # sqlite only reads the header on the first query
         conn.close()
-        raise UsageError(f"{path}: not an SQLite database ({error}); expected `nsys export --type sqlite` output") \
-            from None
+        problem = f"not an SQLite database ({error}); expected `nsys export --type sqlite` output"
+        raise UsageError(f"{path}: {problem}") from None
     if not has_kernels:
         conn.close()
         raise UsageError(f"{path}: no {KERNEL_TABLE} table; was the run profiled with CUDA tracing (nsys -t cuda)?")

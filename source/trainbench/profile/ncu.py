@@ -50,7 +50,8 @@ def known_bases(query_output: str) -> set[str]:
 
 def filter_by_query(metrics: list[str], known: set[str]) -> tuple[list[str], list[str]]:
     """(kept, dropped): a metric whose base this GPU's ncu does not list would fail the whole run."""
-    kept = [m for m in metrics if m.split(".")[0] in known]
+    # The weights exist on every GPU ncu supports; some ncu versions leave them out of the listing.
+    kept = [m for m in metrics if m in WEIGHTS or m.split(".")[0] in known]
     return kept, [m for m in metrics if m not in kept]
 
 

@@ -85,6 +85,16 @@ def _wait_for(predicate, timeout: float = 300.0) -> None:
         time.sleep(0.05)
 
 
+def _worker_of(parent: psutil.Process, batch: int) -> psutil.Process | None:
+    for child in parent.children():
+        try:
+            if f"batch_{batch}.config.json" in " ".join(child.cmdline()):
+                return child
+        except psutil.Error:  # a worker that just ended
+            continue
+    return None
+
+
 def test_killed_worker_is_recorded_and_finished_results_survive(tmp_path: Path) -> None:
     """Batch 2 finishes, batch 3's worker is killed mid-window, Ctrl-C arrives during batch 4."""
     command = [sys.executable, "-m", "trainbench", "throughput", "--framework", "torch", "--batch-sizes", "2,3,4",
@@ -98,13 +108,7 @@ def test_killed_worker_is_recorded_and_finished_results_survive(tmp_path: Path) 
     me = psutil.Process(parent.pid)
 
     def worker_of(batch: int) -> psutil.Process | None:
-        for child in me.children():
-            try:
-                if f"batch_{batch}.config.json" in " ".join(child.cmdline()):
-                    return child
-            except psutil.Error:  # a worker that just ended
-                continue
-        return None
+        return _worker_of(me, batch)
 
     def measuring(batch: int) -> bool:
         logs = list(tmp_path.glob(f"*/logs/batch_{batch}.log"))
@@ -142,3 +146,24 @@ def test_measure_throughput_script_maps_stop_iteration_and_environment(tmp_path:
     assert shape == [(2, 1, 3), (3, 1, 3)]
     assert summary["data"] == "synthetic"
     assert "--synthetic" in env_record["command"]
+
+
+def test_sigterm_keeps_finished_results_and_stops_the_worker(tmp_path: Path) -> None:
+    """A batch scheduler's time limit (SIGTERM) is handled like a Ctrl-C: recorded, the worker ended, exit 143."""
+    command = [sys.executable, "-m", "trainbench", "throughput", "--framework", "torch", "--batch-sizes", "2,3",
+               "--device", "cpu", "--image-size", "32", "--num-classes", "10", "--warmup", "1", "--steps", "20",
+               "--output", str(tmp_path)]
+    parent = subprocess.Popen(command, cwd=REPO, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    me = psutil.Process(parent.pid)
+    try:
+        _wait_for(lambda: _worker_of(me, 3) is not None)
+        worker = _worker_of(me, 3)
+        parent.terminate()
+        output, _ = parent.communicate(timeout=120)
+    finally:
+        parent.kill()
+    assert parent.returncode == 143, output
+    assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
+    summary, _, _ = read_run(next(tmp_path.iterdir()))
+    assert [(r["batch_size"], r["status"]) for r in summary["results"]] == [(2, "ok"), (3, "interrupted")]

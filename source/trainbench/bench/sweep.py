@@ -45,6 +45,16 @@ def death_result(batch_size: int, returncode: int, log_text: str) -> dict[str, A
     return {"batch_size": batch_size, "status": status, "error": cause + detail}
 
 
+def stop_child(child: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
+    """SIGTERM first: a profiler (ncu, nsys) then stops its target and writes what it has; SIGKILL if it lingers."""
+    child.terminate()
+    try:
+        child.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
+
+
 class ResultStore(Protocol):
     path: Path
 
@@ -77,8 +87,7 @@ def run_worker(config: BenchConfig, run: ResultStore, timeout_s: float | None = 
             return payload
         except KeyboardInterrupt:
             if child is not None:
-                child.kill()
-                child.wait()
+                stop_child(child)
             run.add({"batch_size": batch, "status": "interrupted", "error": "interrupted by the user"})
             raise
     if result_path.exists():

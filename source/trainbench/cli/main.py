@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
+from types import FrameType
 
 from trainbench import __version__
 from trainbench.cli.options import Parser
@@ -30,13 +32,22 @@ def build_parser() -> Parser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a batch scheduler's time limit, ``kill``, ``timeout``) handled as a Ctrl-C: results so far are kept."""
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         args = build_parser().parse_args(argv)
         return args.run(args)
     except UsageError as error:
         print(f"trainbench: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interruption:
         print("trainbench: interrupted; results written so far are kept", file=sys.stderr)
-        return 130
+        return 128 + (signal.SIGTERM if isinstance(interruption, Terminated) else signal.SIGINT)

@@ -18,6 +18,15 @@ from trainbench.profile.tools import find_binary
 TRACES = "cuda,nvtx,cudnn,cublas"
 
 
+def missing_report(report: Path) -> str:
+    raw = report.with_suffix(".qdstrm")
+    if raw.exists():
+        # Seen on an H100 with the nsys that ships inside Nsight Compute's folder: it captures but cannot import.
+        return (f"{raw}: nsys captured the window but could not turn it into a report (its QdstrmImporter is "
+                "missing or failed: use a full Nsight Systems install, e.g. the trainbench image's nsys)")
+    return f"{report}: nsys wrote no report (did the worker reach cudaProfilerStart? see the log)"
+
+
 class Nsys:
     name = "nsys"
     summary_fields = ("gpu_busy_fraction", "window_ms", "steps", "step_gpu_ms_median", "memcpy_ms", "kernels",
@@ -48,7 +57,7 @@ class Nsys:
 
         report = run_dir / f"batch_{batch_size}.nsys-rep"
         if not report.exists():
-            raise UsageError(f"{report}: nsys wrote no report (was cudaProfilerStart reached? see the log)")
+            raise UsageError(missing_report(report))
         summary = summarize(self.export(report))
         (run_dir / f"batch_{batch_size}.timeline.json").write_text(json.dumps(summary, indent=2) + "\n")
         top = summary["top_kernels"]

@@ -8,7 +8,8 @@ from pathlib import Path
 from trainbench.cli.options import add_model_options, model_config
 from trainbench.cli.throughput import bench_configs
 from trainbench.config import PROFILERS, ProfileConfig
-from trainbench.profile.run import run_profile
+from trainbench.errors import UsageError
+from trainbench.profile.run import EXTERNAL, run_profile
 from trainbench.report.table import format_fields
 
 
@@ -38,6 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.profiler in EXTERNAL and args.device == "cpu":
+        raise UsageError(f"{args.profiler} profiles GPU kernels: drop --device cpu (or use the torch or tf profiler)")
     window = ProfileConfig(tool=args.profiler, start_iteration=args.start_iteration, iterations=args.iterations)
     configs = bench_configs(args, model_config(args))
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from trainbench.analysis.nvprof_trace import summarize_gpu_trace
 from trainbench.errors import UsageError
 from trainbench.profile.gpu_target import GpuTarget
 from trainbench.profile.tools import counter_permission_failure, find_binary
@@ -17,7 +18,7 @@ LAST_SUPPORTED = (8, 0)  # first compute capability nvprof refuses
 
 class Nvprof:
     name = "nvprof"
-    summary_fields = ("nvvp", "gpu_trace")
+    summary_fields = ("kernels", "gpu_busy_fraction", "window_ms", "nvvp", "gpu_trace")
 
     def __init__(self) -> None:
         self.binary = ""
@@ -40,9 +41,9 @@ class Nvprof:
         trace = run_dir / f"batch_{batch_size}.gputrace.csv"
         if not nvvp.exists():
             raise UsageError(f"{nvvp}: nvprof wrote no profile (see the log)")
-        if not trace.exists() or not trace.read_text(errors="replace").strip():
-            raise UsageError(f"{trace}: nvprof wrote no GPU trace (see the log)")
-        return {"nvvp": nvvp.name, "gpu_trace": trace.name}
+        summary = summarize_gpu_trace(trace)  # a UsageError naming the file when it holds no trace
+        return {"kernels": summary["kernels"], "gpu_busy_fraction": summary["gpu_busy_fraction"],
+                "window_ms": summary["window_ms"], "nvvp": nvvp.name, "gpu_trace": trace.name}
 
     def explain_failure(self, text: str) -> str | None:
         return counter_permission_failure(text)

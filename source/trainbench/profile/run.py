@@ -67,9 +67,7 @@ def check_profiler(name: str, profiler: Profiler, configs: Sequence[BenchConfig]
     """Everything that would make the whole sweep fail, checked before anything runs."""
     gpu = None
     if name in EXTERNAL:
-        gpu = query_gpu(name)
-        if configs[0].model.device == "cpu":
-            raise UsageError(f"{name} profiles GPU kernels: drop --device cpu (or use the torch or tf profiler)")
+        gpu = query_gpu(name)  # an explicit --device cpu is refused by the command, before any of this
     elif name != configs[0].model.framework:
         raise UsageError(f"the {name} profiler profiles the {name} engine: add --framework {name}")
     profiler.prepare(gpu, log_dir)
@@ -81,13 +79,23 @@ def with_window(config: BenchConfig, window: ProfileConfig, run_dir: Path) -> Be
     return dataclasses.replace(config, profile=dataclasses.replace(window, trace_dir=trace_dir))
 
 
+def profiler_log_text(prefix: Sequence[str]) -> str:
+    """What the profiler wrote to its ``--log-file`` (ncu, nvprof): there go all of its own messages,
+    ERR_NVGPUCTRPERM included, rather than to the worker's log; "" when it has none."""
+    if "--log-file" not in prefix[:-1]:
+        return ""
+    path = Path(prefix[list(prefix).index("--log-file") + 1])
+    return path.read_text(errors="replace") if path.is_file() else ""
+
+
 def profile_batch(config: BenchConfig, profiler: Profiler, store: ProfileRun, timeout_s: float | None) -> None:
     """One batch size: the worker under the profiler, then its analysis; a failure is recorded, never raised,
     except a refusal that every batch size would meet (counter permissions)."""
     batch = config.batch_size
-    payload = run_worker(config, store, timeout_s, prefix=profiler.command(store.path, batch))
+    prefix = profiler.command(store.path, batch)
+    payload = run_worker(config, store, timeout_s, prefix=prefix)
     log_text = store.log_path(batch).read_text(errors="replace")
-    refusal = profiler.explain_failure(log_text)
+    refusal = profiler.explain_failure(log_text + profiler_log_text(prefix))
     if refusal is not None:
         store.update_last({"status": "error", "error": refusal})
         raise UsageError(refusal)
@@ -122,6 +130,9 @@ def run_profile(
     write_json_atomic(run_dir / "env.json", collect_env(sys.argv))
     store = ProfileRun(run_dir, header, profiler.summary_fields)
     echo(f"profile folder: {run_dir}")
+    if gpu is not None and configs[0].model.device == "cpu":
+        echo(f"note: nvidia-smi lists {gpu.name} but no GPU is visible to this process (NVML): the worker runs on "
+             f"the CPU and {window.tool} will record no GPU work")
     for config in configs:
         echo(f"batch size {config.batch_size}: {window.tool} over iterations {window.start_iteration}.."
              f"{window.stop_iteration - 1} (log: {store.log_path(config.batch_size)})")

@@ -149,3 +149,21 @@ def test_script_refuses_bad_arguments(args: list[str]) -> None:
                             text=True, timeout=60)
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_ctypes_markers_use_the_loaded_cuda_runtime_and_report_its_errors() -> None:
+    """TensorFlow's path to the CUDA profiler API and NVTX, on the real libraries (torch has loaded its runtime)."""
+    import torch
+
+    from trainbench.profile.markers import CudaRuntimeMarkers, loaded_library
+
+    loaded = loaded_library("libcudart")
+    if loaded is None or torch.cuda.is_available():
+        pytest.skip("needs a CUDA build of torch on a machine without a GPU")
+    markers = CudaRuntimeMarkers()
+    assert markers._cudart._name == loaded
+    assert markers._nvtx is not None  # torch's nvidia-nvtx dependency: libnvtx3interop
+    markers.push_range("step:0")  # without a profiler attached NVTX calls are no-ops, but they must resolve
+    markers.pop_range()
+    with pytest.raises(RuntimeError, match=r"cudaProfilerStart returned CUDA error \d+"):
+        markers.start_capture()  # no GPU here: the runtime's own error code, not a crash

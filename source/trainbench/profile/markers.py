@@ -67,7 +67,8 @@ class TorchMarkers:
 
 # sonames of the CUDA runtime, newest first; TensorFlow 2.20 loads the CUDA 12 one from its pip packages.
 CUDART_NAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0", "libcudart.so")
-NVTX_NAMES = ("libnvToolsExt.so.1", "libnvToolsExt.so")
+# NVTX 2's library, else the NVTX 3 interop library that torch's nvidia-nvtx dependency installs (same entry points).
+NVTX_NAMES = ("libnvToolsExt.so.1", "libnvToolsExt.so", "libnvtx3interop.so.1")
 
 
 def _pip_library_dirs() -> list[str]:
@@ -79,9 +80,23 @@ def _pip_library_dirs() -> list[str]:
     return dirs
 
 
-def load_library(names: tuple[str, ...]) -> ctypes.CDLL | None:
-    """The first of ``names`` that loads, from the loader's path or NVIDIA's pip packages; None if none does."""
-    candidates = list(names) + [os.path.join(d, name) for d in _pip_library_dirs() for name in names]
+def loaded_library(stem: str) -> str | None:
+    """The path of a library ``stem.so*`` already mapped into this process: the framework's own CUDA runtime,
+    which is the one whose context the profiler must be told about."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as maps:
+            paths = {line.split()[-1] for line in maps if "/" in line}
+    except OSError:
+        return None
+    return next((path for path in sorted(paths) if os.path.basename(path).startswith(f"{stem}.so")), None)
+
+
+def load_library(names: tuple[str, ...], stem: str = "") -> ctypes.CDLL | None:
+    """The copy of ``stem`` already loaded, else the first of ``names`` that loads from the loader's path or
+    NVIDIA's pip packages; None if none does."""
+    loaded = loaded_library(stem) if stem else None
+    candidates = ([loaded] if loaded else []) + list(names)
+    candidates += [os.path.join(d, name) for d in _pip_library_dirs() for name in names]
     for candidate in candidates:
         try:
             return ctypes.CDLL(candidate)
@@ -94,13 +109,13 @@ class CudaRuntimeMarkers:
     """The same calls through ctypes, for frameworks that do not expose them (TensorFlow)."""
 
     def __init__(self) -> None:
-        cudart = load_library(CUDART_NAMES)
+        cudart = load_library(CUDART_NAMES, stem="libcudart")
         if cudart is None:
             raise RuntimeError(f"no CUDA runtime library found ({', '.join(CUDART_NAMES)})")
         self._cudart = cudart
         self._nvtx = load_library(NVTX_NAMES)
         if self._nvtx is None:
-            print("profile: no NVTX library (libnvToolsExt.so.1; pip install nvidia-nvtx-cu12): steps are not "
+            print(f"profile: no NVTX library ({', '.join(NVTX_NAMES)}; pip install nvidia-nvtx): steps are not "
                   "named on the timeline", flush=True)
 
     def start_capture(self) -> None:

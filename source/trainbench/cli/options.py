@@ -32,6 +32,13 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
 
 
+def add_input_options(parser: argparse.ArgumentParser) -> None:
+    """Synthetic batches or real TFRecords: the benchmark and the profiler feed the model the same way."""
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--synthetic", action="store_true", help="random batches made on the device (default)")
+    source.add_argument("--data", metavar="DIR", help="TFRecords folder (real input)")
+
+
 def resolve_device(requested: str) -> str:
     """'auto' becomes 'cuda' or 'cpu' by the GPUs visible; asking for 'cuda' without one is a usage error."""
     if requested not in DEVICES:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from trainbench.cli.options import add_model_options, model_config
+from trainbench.cli.options import add_input_options, add_model_options, model_config
 from trainbench.cli.throughput import bench_configs
 from trainbench.config import PROFILERS, ProfileConfig
 from trainbench.errors import UsageError
@@ -28,9 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="iterations run before the window (default 1)")
     parser.add_argument("--iterations", type=int, default=5, metavar="N", help="iterations profiled (default 5)")
     parser.add_argument("--batch-sizes", help="e.g. 4,16 (default: as trainbench throughput)")
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--synthetic", action="store_true", help="random batches made on the device (default)")
-    source.add_argument("--data", metavar="DIR", help="TFRecords folder (real input)")
+    add_input_options(parser)
     parser.add_argument("--metrics", help="ncu: comma-separated metrics instead of the set chosen for the GPU")
     parser.add_argument("--output", default=".", metavar="DIR", help="where profiled_data_PROFILER is made "
                         "(default: here; profiled_data_PROFILER-1, -2... when taken)")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from trainbench.bench.sweep import measure_throughput
-from trainbench.cli.options import add_model_options, existing_data_dir, model_config
+from trainbench.cli.options import add_input_options, add_model_options, existing_data_dir, model_config
 from trainbench.config import CPU_BATCH_SIZES, GPU_BATCH_SIZES, BenchConfig, ModelConfig, parse_batch_sizes
 
 
@@ -22,9 +22,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         f"{CPU_BATCH_SIZES} on the CPU)")
     parser.add_argument("--warmup", type=int, default=10, metavar="N", help="untimed steps first (default 10)")
     parser.add_argument("--steps", type=int, default=50, metavar="N", help="timed steps (default 50)")
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--synthetic", action="store_true", help="random batches made on the device (default)")
-    source.add_argument("--data", metavar="DIR", help="TFRecords folder (real input)")
+    add_input_options(parser)
     parser.add_argument("--output", default="throughput_data", metavar="DIR",
                         help="a new run folder is made inside (default ./throughput_data)")
     parser.add_argument("--sync-every-step", action="store_true",

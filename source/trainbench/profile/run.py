@@ -24,6 +24,7 @@ from trainbench.profile.tools import Profiler
 from trainbench.telemetry.env import collect_env
 
 EXTERNAL = ("ncu", "nsys", "nvprof")
+LOG_HEAD_CHARS = 1 << 20
 
 
 def make_profiler(name: str, metrics: list[str] | None = None) -> Profiler:
@@ -85,7 +86,10 @@ def profiler_log_text(prefix: Sequence[str]) -> str:
     if "--log-file" not in prefix[:-1]:
         return ""
     path = Path(prefix[list(prefix).index("--log-file") + 1])
-    return path.read_text(errors="replace") if path.is_file() else ""
+    if not path.is_file():
+        return ""
+    with open(path, encoding="utf-8", errors="replace") as log:
+        return log.read(LOG_HEAD_CHARS)  # the messages precede the table, which can be hundreds of MB
 
 
 def profile_batch(config: BenchConfig, profiler: Profiler, store: ProfileRun, timeout_s: float | None) -> None:

@@ -115,6 +115,7 @@ def test_ncu_script_on_hopper_profiles_the_window_and_summarises_each_batch(tmp_
         assert option(argv, "--profile-from-start") == "off"
         assert option(argv, "--target-processes") == "all"
         assert option(argv, "--print-units") == "base"
+        assert option(argv, "--clock-control") == "base"  # ncu's own default, said explicitly
         assert "--csv" in argv
         assert option(argv, "--log-file") == str(run_dir / f"batch_{batch}.csv")
         metrics = option(argv, "--metrics").split(",")
@@ -148,6 +149,10 @@ def test_ncu_script_on_hopper_profiles_the_window_and_summarises_each_batch(tmp_
     # fma (10, 20, 40) -> 22 -> 11; fp16 (0, 5, 10) -> 5 -> 2.5; tensor cycles (50, 30, 0) -> 28 -> 14; xu -> 1.
     assert [float(summary[0][core]) for core in CORE_METRICS] == pytest.approx([11.0, 2.5, 14.0, 1.0])
     assert [float(summary[1][core]) for core in CORE_METRICS] == pytest.approx([16.5, 3.75, 21.0, 1.5])
+    # Per kernel, the weighted means behind the row: the three launches are distinct kernels, largest weight first.
+    with open(run_dir / "batch_2.kernels.csv", newline="") as table:
+        kernels = list(csv.DictReader(table))
+    assert len(kernels) == 3 and float(kernels[0]["weight_share"]) == pytest.approx(60.0)
 
     # A second run leaves the first alone and goes to the next free name.
     before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
@@ -196,9 +201,12 @@ def test_ncu_metrics_option_is_used_as_given(tmp_path: Path) -> None:
     env = standin_env(tmp_path)
     xu = "sm__inst_executed_pipe_xu" + SUFFIX
     run_dir = run_folder(run_cli("profile", "ncu", *TINY, "--batch-sizes", "2", "--iterations", "1",
-                                 "--metrics", f"{WEIGHT}, {xu}", "--output", str(tmp_path), env=env))
+                                 "--metrics", f"{WEIGHT}, {xu}", "--clock-control", "none",
+                                 "--output", str(tmp_path), env=env))
     assert [argv for argv in calls(tmp_path, "ncu") if "--query-metrics" in argv] == []  # no query to filter by
     assert option(calls(tmp_path, "ncu")[-1], "--metrics") == f"{WEIGHT},{xu}"
+    assert option(calls(tmp_path, "ncu")[-1], "--clock-control") == "none"
+    assert json.loads((run_dir / "profile.json").read_text())["clock_control"] == "none"
     row = read_summary(run_dir)[0]
     assert row["status"] == "ok"
     assert (row["fma"], row["fp16"], row["tensor"]) == ("", "", "")  # not asked for: n/a, never 0

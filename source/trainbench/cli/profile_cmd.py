@@ -30,6 +30,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch-sizes", help="e.g. 4,16 (default: as trainbench throughput)")
     add_input_options(parser)
     parser.add_argument("--metrics", help="ncu: comma-separated metrics instead of the set chosen for the GPU")
+    parser.add_argument("--clock-control", choices=("base", "none"), default="base",
+                        help="ncu: lock the clocks to base while profiling (ncu's default) or leave them be")
     parser.add_argument("--output", default=".", metavar="DIR", help="where profiled_data_PROFILER is made "
                         "(default: here; profiled_data_PROFILER-1, -2... when taken)")
     parser.add_argument("--timeout", type=float, metavar="S", help="give up on a batch size after S seconds")
@@ -43,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     configs = bench_configs(args, model_config(args))
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     store = run_profile(window, configs, Path(args.output), lambda line: print(line, flush=True), metrics,
-                        args.timeout)
+                        args.timeout, args.clock_control)
     print(format_fields(store.results, store.fields[:-1]))
     print(store.path)
     return 0 if any(result["status"] == "ok" for result in store.results) else 1

@@ -59,10 +59,13 @@ class Ncu:
     name = "ncu"
     summary_fields = ("kernels", *CORES, *(f"{core}_metric" for core in CORES))
 
-    def __init__(self, metrics: list[str] | None = None) -> None:
+    def __init__(self, metrics: list[str] | None = None, clock_control: str = "base") -> None:
         self.override = metrics  # --metrics: used as given
         self.metrics: list[str] = []
         self.binary = ""
+        # ncu's default, "base", locks the clocks to base while it profiles (and restores them): percentages of
+        # peak are then comparable between runs; "none" profiles at the clocks the card chooses itself.
+        self.clock_control = clock_control
 
     def prepare(self, gpu: GpuTarget | None, log_dir: Path) -> None:
         self.binary = find_binary("ncu", "Nsight Compute: in the trainbench image at /usr/local/cuda/bin/ncu")
@@ -84,11 +87,13 @@ class Ncu:
 
     def command(self, run_dir: Path, batch_size: int) -> list[str]:
         return [self.binary, "--profile-from-start", "off", "--target-processes", "all", "--csv",
-                "--print-units", "base", "--metrics", ",".join(self.metrics),
+                "--print-units", "base", "--clock-control", self.clock_control, "--metrics", ",".join(self.metrics),
                 "--log-file", str(run_dir / f"batch_{batch_size}.csv")]
 
     def analyze(self, run_dir: Path, batch_size: int) -> dict[str, Any]:
         result = analyze_file(run_dir / f"batch_{batch_size}.csv")
+        # Which kernels the averages come from: the "why" behind each batch size's row.
+        result.per_kernel.to_csv(run_dir / f"batch_{batch_size}.kernels.csv")
         return {"kernels": result.launches,
                 **{core: result.cores[core].value for core in CORES},
                 **{f"{core}_metric": result.cores[core].metric for core in CORES}}

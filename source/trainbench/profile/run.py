@@ -27,9 +27,9 @@ EXTERNAL = ("ncu", "nsys", "nvprof")
 LOG_HEAD_CHARS = 1 << 20
 
 
-def make_profiler(name: str, metrics: list[str] | None = None) -> Profiler:
+def make_profiler(name: str, metrics: list[str] | None = None, clock_control: str = "base") -> Profiler:
     if name == "ncu":
-        return Ncu(metrics)
+        return Ncu(metrics, clock_control)
     if name == "nsys":
         return Nsys()
     if name == "nvprof":
@@ -120,8 +120,9 @@ def run_profile(
     echo: Callable[[str], None],
     metrics: list[str] | None = None,
     timeout_s: float | None = None,
+    clock_control: str = "base",
 ) -> ProfileRun:
-    profiler = make_profiler(window.tool, metrics)
+    profiler = make_profiler(window.tool, metrics, clock_control)
     run_dir = create_fresh_dir(output, f"profiled_data_{window.tool}")
     try:
         gpu = check_profiler(window.tool, profiler, configs, run_dir)
@@ -130,7 +131,8 @@ def run_profile(
             run_dir.rmdir()  # nothing ran: leave no empty folder behind
         raise
     header = {"profiler": window.tool, "window": to_dict(window), "model": to_dict(configs[0].model),
-              "gpu": dataclasses.asdict(gpu) if gpu else None, "settings": getattr(profiler, "metrics", None)}
+              "gpu": dataclasses.asdict(gpu) if gpu else None, "settings": getattr(profiler, "metrics", None),
+              "clock_control": getattr(profiler, "clock_control", None)}
     write_json_atomic(run_dir / "env.json", collect_env(sys.argv))
     store = ProfileRun(run_dir, header, profiler.summary_fields)
     echo(f"profile folder: {run_dir}")

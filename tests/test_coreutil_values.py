@@ -633,3 +633,27 @@ def test_random_profiles_match_reference(tmp_path: Path, launches: dict, shuffle
         assert per_kernel.loc[kernel, "launches"] == count
         assert close(per_kernel.loc[kernel, "weight_share"], share)
         assert close(per_kernel.loc[kernel, "fma"], mean)
+
+
+@pytest.mark.parametrize("name", [*DETAILS_FIXTURES, "ncu_raw_b200_2025_prof_prefix_meinie_flashinfer_decode_2kernels.csv",
+                                  "nvprof_metrics_all_gtx1080ti_magus_matrixMul.csv"])
+def test_gzipped_profile_reads_like_the_original(name: str, tmp_path: Path) -> None:
+    """Archived profiles (batch_X.csv.gz) are analysed as they are, whatever their preamble."""
+    import gzip
+
+    path = fixture(name)
+    packed = tmp_path / (name + ".gz")
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    plain, archived = analyze_file(path), analyze_file(packed)
+    assert archived.launches == plain.launches and archived.source == plain.source
+    assert archived.metrics.equals(plain.metrics)
+
+
+def test_truncated_gzip_is_a_usage_error(tmp_path: Path) -> None:
+    import gzip
+
+    packed = gzip.compress(fixture(DETAILS_FIXTURES[0]).read_bytes())
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(UsageError, match="damaged gzip data"):
+        analyze_file(cut)

@@ -10,7 +10,11 @@ returns in skipped lines, so a preamble holding either is skipped by starting fr
 from __future__ import annotations
 
 import csv
+import gzip
 import warnings
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -30,6 +34,7 @@ NA_VALUES = ["", "n/a", "N/A"]
 _NCU_PREFIXES = (b'"ID",', b"ID,")
 _NVPROF_PREFIXES = (b'"Device","Kernel","Invocations"', b"Device,Kernel,Invocations")
 _BOM = b"\xef\xbb\xbf"
+_GZIP_MAGIC = b"\x1f\x8b"  # archived profiles (batch_X.csv.gz) are read as they are
 _UNSAFE_TO_SKIP = (b'"', b"\r", b"\x00")
 _WIDE = 32  # tables with more columns than this are read column-selectively (the raw page has hundreds)
 
@@ -42,6 +47,7 @@ class Table:
     line: int  # its line number, from 0
     plain_preamble: bool  # nothing before it that pandas' line skipping would misread
     fields: tuple[str, ...]  # the header's column names
+    compressed: bool = False  # gzip: offsets are in the decompressed stream
 
 
 def _header_fields(line: bytes) -> tuple[str, ...]:
@@ -69,22 +75,37 @@ def open_profile(path: str | Path) -> BinaryIO:
     if target.is_dir():
         raise UsageError("is a directory, not a profiler CSV")
     try:
-        return target.open("rb")
+        handle = target.open("rb")
+        if handle.read(2) != _GZIP_MAGIC:
+            handle.seek(0)
+            return handle
+        handle.close()
+        return gzip.open(target, "rb")  # type: ignore[return-value]
     except FileNotFoundError:
         raise UsageError("no such file") from None
     except OSError as error:
         raise UsageError(f"cannot read: {error.strerror or error}") from None
 
 
+@contextmanager
+def _gzip_errors() -> Iterator[None]:
+    """A truncated or corrupt .gz shows itself only while it is read: one UsageError wherever that happens."""
+    try:
+        yield
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        raise UsageError(f"damaged gzip data: {error}") from None
+
+
 def locate_table(path: str | Path) -> Table:
     """Scan lines up to the first table header; raises UsageError when there is none."""
     offset, plain, seen_any = 0, True, False
-    with open_profile(path) as handle:
+    with _gzip_errors(), open_profile(path) as handle:
         for number, line in enumerate(handle):
             bom = len(_BOM) if number == 0 and line.startswith(_BOM) else 0
             found = _classify(line[bom:])
             if found is not None:
-                return Table(Path(path), found[0], offset + bom, number, plain, found[1])
+                return Table(Path(path), found[0], offset + bom, number, plain, found[1],
+                             isinstance(handle, gzip.GzipFile))
             seen_any = seen_any or bool(line.strip())
             plain = plain and not any(mark in line for mark in _UNSAFE_TO_SKIP)
             offset += len(line)
@@ -104,10 +125,10 @@ def _read(table: Table, usecols: list[int] | None, skip_units: bool, options: di
 
 
 def _read_from(table: Table, usecols: list[int] | None, skip_units: bool, options: dict[str, Any]) -> pd.DataFrame:
-    if table.plain_preamble:
+    if table.plain_preamble and not table.compressed:
         skip: int | list[int] = [*range(table.line), table.line + 1] if skip_units else table.line
         return pd.read_csv(table.path, skiprows=skip, usecols=usecols, **options)
-    with table.path.open("rb") as handle:
+    with _gzip_errors(), open_profile(table.path) as handle:
         handle.seek(table.offset)
         return pd.read_csv(handle, skiprows=[1] if skip_units else None, usecols=usecols, **options)
 
@@ -165,7 +186,7 @@ def as_text(column: pd.Series) -> pd.Series:
 
 def line_after_header(table: Table) -> list[str]:
     """The fields of the line that follows the header (the raw page's units row)."""
-    with table.path.open("rb") as handle:
+    with _gzip_errors(), open_profile(table.path) as handle:
         handle.seek(table.offset)
         handle.readline()
         return next(csv.reader([handle.readline().decode("utf-8", errors="replace")]), [])

@@ -153,6 +153,7 @@ def test_ncu_script_on_hopper_profiles_the_window_and_summarises_each_batch(tmp_
     with open(run_dir / "batch_2.kernels.csv", newline="") as table:
         kernels = list(csv.DictReader(table))
     assert len(kernels) == 3 and float(kernels[0]["weight_share"]) == pytest.approx(60.0)
+    assert (run_dir / "summary.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")  # the four cores by batch size
 
     # A second run leaves the first alone and goes to the next free name.
     before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}

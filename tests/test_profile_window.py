@@ -98,6 +98,7 @@ def test_torch_profiler_records_exactly_the_asked_iterations(tmp_path: Path) -> 
         summary = list(csv.DictReader(rows))
     assert [(row["batch_size"], row["status"]) for row in summary] == [("2", "ok"), ("3", "ok")]
     assert summary[0]["trace"] == "batch_2/trace.json" and summary[0]["top_operator"].startswith("aten::")
+    assert not (run_dir / "summary.png").exists()  # nothing to draw against batch size
 
 
 def test_second_run_gets_a_new_folder(tmp_path: Path) -> None:

@@ -119,6 +119,8 @@ class FrameworkProfiler:
     """torch or tf as a profiler of the run: in the worker's own process, so no command is wrapped around it."""
 
     summary_fields = ("trace", "top_operator")
+    plot_fields: tuple[tuple[str, str], ...] = ()
+    plot_ylabel = ""
 
     def __init__(self, name: str) -> None:
         self.name = name

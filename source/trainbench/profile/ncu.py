@@ -58,6 +58,8 @@ def filter_by_query(metrics: list[str], known: set[str]) -> tuple[list[str], lis
 class Ncu:
     name = "ncu"
     summary_fields = ("kernels", *CORES, *(f"{core}_metric" for core in CORES))
+    plot_fields = tuple((core, core) for core in CORES)
+    plot_ylabel = "utilization, % of peak (weighted by cycles)"
 
     def __init__(self, metrics: list[str] | None = None, clock_control: str = "base") -> None:
         self.override = metrics  # --metrics: used as given

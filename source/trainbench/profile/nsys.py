@@ -31,6 +31,8 @@ class Nsys:
     name = "nsys"
     summary_fields = ("gpu_busy_fraction", "window_ms", "steps", "step_gpu_ms_median", "memcpy_ms", "kernels",
                       "top_kernel")
+    plot_fields = (("GPU busy (kernels merged across streams)", "gpu_busy_fraction"),)
+    plot_ylabel = "fraction of the profiled window"
 
     def __init__(self) -> None:
         self.binary = ""

@@ -21,6 +21,7 @@ from trainbench.profile.ncu import Ncu
 from trainbench.profile.nsys import Nsys
 from trainbench.profile.nvprof import Nvprof
 from trainbench.profile.tools import Profiler
+from trainbench.report.plot import plot_against_batch_size
 from trainbench.telemetry.env import collect_env
 
 EXTERNAL = ("ncu", "nsys", "nvprof")
@@ -146,4 +147,16 @@ def run_profile(
         result = store.results[-1]
         detail = f": {result['error']}" if result["error"] else ""
         echo(f"batch size {config.batch_size}: {result['status']}{detail}")
+        plot_profile(profiler, store, window)
     return store
+
+
+def plot_profile(profiler: Profiler, store: ProfileRun, window: ProfileConfig) -> None:
+    """summary.png, redrawn after every batch size like summary.csv."""
+    if not profiler.plot_fields:
+        return
+    model = store.header["model"]
+    title = (f"ResNet-50 {model['framework']} {model['precision']}, {window.tool}, iterations "
+             f"{window.start_iteration}..{window.stop_iteration - 1}")
+    lines = {label: (store.results, field) for label, field in profiler.plot_fields}
+    plot_against_batch_size(lines, store.path / "summary.png", title, profiler.plot_ylabel)

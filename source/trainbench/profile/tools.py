@@ -13,6 +13,8 @@ from trainbench.profile.gpu_target import GpuTarget
 class Profiler(Protocol):
     name: str
     summary_fields: tuple[str, ...]  # columns of summary.csv after batch_size and status
+    plot_fields: tuple[tuple[str, str], ...]  # (figure line label, summary field) against batch size; () no figure
+    plot_ylabel: str
 
     def prepare(self, gpu: GpuTarget | None, log_dir: Path) -> None:
         """Check that this profiler can run here (binary, GPU generation) and choose its settings; UsageError if not."""

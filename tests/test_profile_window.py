@@ -168,3 +168,19 @@ def test_ctypes_markers_use_the_loaded_cuda_runtime_and_report_its_errors() -> N
     markers.pop_range()
     with pytest.raises(RuntimeError, match=r"cudaProfilerStart returned CUDA error \d+"):
         markers.start_capture()  # no GPU here: the runtime's own error code, not a crash
+
+
+def test_hopper_metric_set_against_the_h100s_own_listing() -> None:
+    """`ncu --query-metrics` as taken on an H100 (benchmarks/results/h100_profile): every metric chosen for 9.0
+    exists there, and the A100's FP16 pipe metric, which would fail the run, does not."""
+    import gzip
+
+    from trainbench.profile.ncu import filter_by_query, known_bases, metric_set
+
+    listing = REPO / "benchmarks" / "results" / "h100_profile" / "ncu_query_metrics.txt.gz"
+    known = known_bases(gzip.decompress(listing.read_bytes()).decode())
+    assert len(known) > 3000
+    kept, dropped = filter_by_query(metric_set((9, 0)), known)
+    assert dropped == [] and len(kept) == 9
+    assert filter_by_query(metric_set((8, 0)), known)[1] == [
+        "sm__inst_executed_pipe_fp16.avg.pct_of_peak_sustained_elapsed"]

@@ -50,3 +50,23 @@ def test_cli_prints_a_verdict_and_refuses_a_non_run(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("batch 4: ") and result.stdout.strip().endswith(": significant")
     assert_one_line_error(run_cli("compare", str(a), str(tmp_path / "missing")), "missing", "not a throughput run")
+
+
+def write_windows_run(path: Path, batch: int, window_rates: list[float], step_times: np.ndarray) -> Path:
+    path.mkdir()
+    run = ThroughputRun(path, {"framework": "torch", "precision": "fp32", "image_size": 64, "data": "synthetic"})
+    run.add({"batch_size": batch, "status": "ok", "images_per_sec": float(np.mean(window_rates)),
+             "windows": len(window_rates), "window_images_per_sec": window_rates}, step_s=list(step_times))
+    return path
+
+
+def test_windows_are_the_sample_when_both_runs_have_enough(tmp_path: Path) -> None:
+    """Five windows a side, all of B's faster than all of A's: p = 2/252 over windows, whatever the steps say."""
+    same_steps = np.full(40, 0.1)  # identical step times: a test over steps could never find a difference
+    a = write_windows_run(tmp_path / "a", 8, [100.0, 101.0, 99.0, 100.5, 99.5], same_steps)
+    b = write_windows_run(tmp_path / "b", 8, [110.0, 111.0, 109.0, 110.5, 109.5], same_steps)
+    row = compare_runs(a, b).iloc[0]
+    assert row["sample"] == "windows"
+    assert row["p_value"] == pytest.approx(2 / 252) and bool(row["significant"])
+    two = write_windows_run(tmp_path / "two", 8, [110.0, 111.0], same_steps)
+    assert compare_runs(a, two).iloc[0]["sample"] == "steps"  # too few windows: back to the step times

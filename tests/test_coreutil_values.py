@@ -635,8 +635,11 @@ def test_random_profiles_match_reference(tmp_path: Path, launches: dict, shuffle
         assert close(per_kernel.loc[kernel, "fma"], mean)
 
 
-@pytest.mark.parametrize("name", [*DETAILS_FIXTURES, "ncu_raw_b200_2025_prof_prefix_meinie_flashinfer_decode_2kernels.csv",
-                                  "nvprof_metrics_all_gtx1080ti_magus_matrixMul.csv"])
+@pytest.mark.parametrize("name", [
+    *DETAILS_FIXTURES,
+    "ncu_raw_b200_2025_prof_prefix_meinie_flashinfer_decode_2kernels.csv",
+    "nvprof_metrics_all_gtx1080ti_magus_matrixMul.csv",
+])
 def test_gzipped_profile_reads_like_the_original(name: str, tmp_path: Path) -> None:
     """Archived profiles (batch_X.csv.gz) are analysed as they are, whatever their preamble."""
     import gzip

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainbench.bench.stats import images_per_sec, summarize
+from trainbench.bench.stats import images_per_sec, summarize, summarize_windows
 from trainbench.bench.timing import Window
 
 
@@ -45,3 +45,25 @@ def test_warmup_never_enters_the_statistics() -> None:
 def test_empty_window_is_refused() -> None:
     with pytest.raises(ValueError):
         images_per_sec(1, 1, 0.0)
+
+
+def test_several_windows_pool_their_images_and_report_their_spread() -> None:
+    # Batch 8: window A 4 steps in 0.4 s (80 images/s), B 4 steps in 0.8 s (40), C 4 steps in 0.5 s (64).
+    windows = [Window(warmup_s=(9.0,), step_s=(0.1,) * 4, window_s=0.4),
+               Window(warmup_s=(), step_s=(0.2,) * 4, window_s=0.8),
+               Window(warmup_s=(), step_s=(0.125,) * 4, window_s=0.5)]
+    summary = summarize_windows(8, windows)
+    assert summary["window_images_per_sec"] == pytest.approx([80.0, 40.0, 64.0])
+    assert (summary["images_per_sec_median"], summary["images_per_sec_min"], summary["images_per_sec_max"]) == \
+        pytest.approx((64.0, 40.0, 80.0))
+    # All 96 timed images over all 1.7 s of timed wall time, not the mean of the three rates (61.3).
+    assert summary["images_per_sec"] == pytest.approx(96 / 1.7)
+    assert (summary["windows"], summary["timed_steps"], summary["warmup_steps"]) == (3, 12, 1)
+    assert summary["window_s"] == pytest.approx(1.7)
+    assert summary["step_time_median_s"] == pytest.approx(0.125)
+
+
+def test_one_window_has_no_spread_of_its_own() -> None:
+    summary = summarize(2, Window(warmup_s=(), step_s=(0.1, 0.1), window_s=0.2))
+    assert summary["windows"] == 1
+    assert summary["images_per_sec_min"] == summary["images_per_sec_max"] == summary["images_per_sec"]

@@ -167,3 +167,26 @@ def test_sigterm_keeps_finished_results_and_stops_the_worker(tmp_path: Path) -> 
     assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
     summary, _, _ = read_run(next(tmp_path.iterdir()))
     assert [(r["batch_size"], r["status"]) for r in summary["results"]] == [(2, "ok"), (3, "interrupted")]
+
+
+def test_repeats_split_the_timed_iterations_into_windows(tmp_path: Path) -> None:
+    """stop_iteration 7 with WARMUP=1 and REPEATS=3: three windows of 2 steps, each its own images/s sample."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "FRAMEWORK": "torch", "BATCH_SIZES": "2", "WARMUP": "1",
+           "REPEATS": "3", "OUTPUT": str(tmp_path), "PYTHON": sys.executable,
+           "EXTRA_ARGS": "--device cpu --image-size 32 --num-classes 10"}
+    result = subprocess.run(["bash", "scripts/measure_throughput.sh", "7"], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "min images/s" in result.stdout  # the table shows the spread across windows
+    summary, steps, _ = read_run(Path(result.stdout.strip().splitlines()[-1]))
+    (row,) = summary["results"]
+    assert (row["windows"], row["timed_steps"], row["warmup_steps"]) == (3, 6, 1)
+    rates = row["window_images_per_sec"]
+    assert len(rates) == 3 and row["images_per_sec_min"] == min(rates) and row["images_per_sec_max"] == max(rates)
+    assert row["images_per_sec"] == pytest.approx(2 * 6 / row["window_s"])
+    assert sum(1 for step in steps if step["phase"] == "timed") == 6
+
+    env["REPEATS"] = "7"  # more windows than the 6 timed iterations
+    refused = subprocess.run(["bash", "scripts/measure_throughput.sh", "7"], cwd=REPO, env=env, capture_output=True,
+                             text=True, timeout=60)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1 and "REPEATS" in refused.stderr

@@ -129,12 +129,14 @@ class BenchConfig:
     steps: int = 50
     data: str | None = None  # None: synthetic batches generated on the device
     sync_every_step: bool = False
+    repeats: int = 1  # timed windows of ``steps`` steps each, back to back after one warm-up: a spread of images/s
     profile: ProfileConfig | None = None  # set: run the profiler's window instead of a timed measurement
 
     def __post_init__(self) -> None:
         _positive("batch size", self.batch_size)
         _positive("warm-up steps", self.warmup_steps, 0)
         _positive("timed steps", self.steps)
+        _positive("repeats", self.repeats)
 
     @property
     def data_label(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -21,16 +22,30 @@ def median_abs_deviation(values: np.ndarray) -> float:
 
 
 def summarize(batch_size: int, window: Window) -> dict[str, Any]:
-    """The result fields of one batch size (see README, "Results")."""
-    steps = np.asarray(window.step_s, dtype=np.float64)
+    """The result fields of one batch size measured in one window (see README, "Results")."""
+    return summarize_windows(batch_size, [window])
+
+
+def summarize_windows(batch_size: int, windows: Sequence[Window]) -> dict[str, Any]:
+    """The result fields of one batch size measured in one or more back-to-back windows: images_per_sec over all of
+    them together (all timed images / all timed wall time), the spread of the windows' own images/s, and the
+    step-time statistics over every timed step."""
+    steps = np.concatenate([np.asarray(w.step_s, dtype=np.float64) for w in windows])
     p10, median, p90 = np.percentile(steps, [10, 50, 90])
+    window_s = float(sum(w.window_s for w in windows))
+    rates = [images_per_sec(batch_size, len(w.step_s), w.window_s) for w in windows]
     return {
-        "images_per_sec": images_per_sec(batch_size, len(steps), window.window_s),
+        "images_per_sec": images_per_sec(batch_size, len(steps), window_s),
+        "windows": len(windows),
+        "images_per_sec_median": float(np.median(rates)),
+        "images_per_sec_min": min(rates),
+        "images_per_sec_max": max(rates),
+        "window_images_per_sec": rates,
         "step_time_median_s": float(median),
         "step_time_p10_s": float(p10),
         "step_time_p90_s": float(p90),
         "step_time_mad_s": median_abs_deviation(steps),
-        "window_s": window.window_s,
+        "window_s": window_s,
         "timed_steps": len(steps),
-        "warmup_steps": len(window.warmup_s),
+        "warmup_steps": sum(len(w.warmup_s) for w in windows),
     }

@@ -18,6 +18,10 @@ RESULT_FIELDS: tuple[str, ...] = (
     "batch_size",
     "status",
     "images_per_sec",
+    "windows",  # timed windows (--repeats); the three below are the spread of their own images/s
+    "images_per_sec_median",
+    "images_per_sec_min",
+    "images_per_sec_max",
     "input_images_per_sec",  # --data runs only: the input pipeline alone (see trainbench.bench.input_bench)
     "input_bound",  # --data runs only: input_images_per_sec < 1.1 x images_per_sec
     "step_time_median_s",
@@ -29,7 +33,7 @@ RESULT_FIELDS: tuple[str, ...] = (
     "warmup_steps",
     "error",
 )
-JSON_ONLY_FIELDS: tuple[str, ...] = ("gpus_at_window_end",)  # nested: summary.json only, not the CSV
+JSON_ONLY_FIELDS: tuple[str, ...] = ("gpus_at_window_end", "window_images_per_sec")  # nested: summary.json only
 STEP_FIELDS: tuple[str, ...] = ("batch_size", "phase", "step", "seconds")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from trainbench.bench.input_bench import InputBench, is_input_bound, measure_input
-from trainbench.bench.stats import summarize
+from trainbench.bench.stats import summarize_windows
 from trainbench.bench.store import write_json_atomic
 from trainbench.bench.timing import run_window
 from trainbench.config import BenchConfig, bench_config_from_dict
@@ -57,16 +57,21 @@ def measure(config: BenchConfig, engine: Engine) -> dict[str, Any]:
         return profile(config, engine)
     pipeline_rate = input_rate(config) if config.data is not None else None
     runner = engine.make_runner(config)
-    print(f"batch {config.batch_size}: {config.warmup_steps} warm-up + {config.steps} timed steps", flush=True)
-    window = run_window(runner, config.warmup_steps, config.steps, sync_every_step=config.sync_every_step)
+    windows_text = f" x {config.repeats} windows" if config.repeats > 1 else ""
+    print(f"batch {config.batch_size}: {config.warmup_steps} warm-up + {config.steps} timed steps{windows_text}",
+          flush=True)
+    # One warm-up, then the windows back to back: each synchronised at both edges, each its own images/s sample.
+    windows = [run_window(runner, config.warmup_steps if i == 0 else 0, config.steps,
+                          sync_every_step=config.sync_every_step) for i in range(config.repeats)]
     images_per_step = getattr(runner, "images_per_step", config.batch_size)  # all replicas together
-    result = {"batch_size": config.batch_size, "status": "ok", "error": None, **summarize(images_per_step, window),
-              "gpus_at_window_end": gpu_state()}
+    result = {"batch_size": config.batch_size, "status": "ok", "error": None,
+              **summarize_windows(images_per_step, windows), "gpus_at_window_end": gpu_state()}
     if pipeline_rate is not None:
         result["input_images_per_sec"] = pipeline_rate
         result["input_bound"] = is_input_bound(pipeline_rate, result["images_per_sec"])
     print(f"batch {config.batch_size}: {result['images_per_sec']:.2f} images/s", flush=True)
-    return {"result": result, "warmup_s": window.warmup_s, "step_s": window.step_s}
+    return {"result": result, "warmup_s": windows[0].warmup_s,
+            "step_s": [seconds for window in windows for seconds in window.step_s]}
 
 
 def run(config: BenchConfig) -> dict[str, Any]:

@@ -10,7 +10,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare two throughput runs with a significance test",
         description="Per batch size: images/s of both runs, B's change over A, and a two-sided Mann-Whitney U "
-        "test on their step times (significant when p < --alpha).",
+        "test on the windows' images/s when both runs timed 3 or more windows (--repeats), else on their step "
+        "times (significant when p < --alpha).",
     )
     parser.add_argument("run_a", metavar="RUN_A", help="baseline run folder")
     parser.add_argument("run_b", metavar="RUN_B", help="run folder compared with it")
@@ -28,5 +29,5 @@ def run(args: argparse.Namespace) -> int:
     for row in table.itertuples():
         verdict = "significant" if row.significant else "not significant"
         print(f"batch {row.batch_size}: {row.images_per_sec_a:.2f} -> {row.images_per_sec_b:.2f} images/s "
-              f"({row.change_pct:+.1f} %), p = {row.p_value:.3g}: {verdict}")
+              f"({row.change_pct:+.1f} %), p = {row.p_value:.3g} over {row.sample}: {verdict}")
     return 0

@@ -35,7 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--output", default=".", metavar="DIR", help="where profiled_data_PROFILER is made "
                         "(default: here; profiled_data_PROFILER-1, -2... when taken)")
     parser.add_argument("--timeout", type=float, metavar="S", help="give up on a batch size after S seconds")
-    parser.set_defaults(run=run, warmup=0, steps=1, sync_every_step=False)
+    parser.set_defaults(run=run, warmup=0, steps=1, sync_every_step=False, repeats=1)
 
 
 def run(args: argparse.Namespace) -> int:

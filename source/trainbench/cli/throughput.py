@@ -21,7 +21,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--batch-sizes", help=f"e.g. 4,16 (default: {GPU_BATCH_SIZES} on a GPU, "
                         f"{CPU_BATCH_SIZES} on the CPU)")
     parser.add_argument("--warmup", type=int, default=10, metavar="N", help="untimed steps first (default 10)")
-    parser.add_argument("--steps", type=int, default=50, metavar="N", help="timed steps (default 50)")
+    parser.add_argument("--steps", type=int, default=50, metavar="N", help="timed steps per window (default 50)")
+    parser.add_argument("--repeats", type=int, default=1, metavar="N",
+                        help="timed windows per batch size, back to back after the warm-up: images/s median, min "
+                        "and max across them, and `compare` tests them (default 1)")
     add_input_options(parser)
     parser.add_argument("--output", default="throughput_data", metavar="DIR",
                         help="a new run folder is made inside (default ./throughput_data)")
@@ -37,7 +40,7 @@ def bench_configs(args: argparse.Namespace, model: ModelConfig) -> list[BenchCon
     data = existing_data_dir(args.data)
     return [
         BenchConfig(model=model, batch_size=size, warmup_steps=args.warmup, steps=args.steps, data=data,
-                    sync_every_step=args.sync_every_step)
+                    sync_every_step=args.sync_every_step, repeats=args.repeats)
         for size in sizes
     ]
 

@@ -7,13 +7,18 @@ from typing import Any
 
 COLUMNS = ("batch", "status", "images/s", "step median ms", "p10 ms", "p90 ms", "MAD ms", "steps")
 INPUT_COLUMNS = ("input images/s", "input-bound")  # only for runs on real data
+WINDOW_COLUMNS = ("windows", "min images/s", "max images/s")  # only for runs with --repeats
 
 
 def _ms(value: float | None) -> str:
     return "" if value is None else f"{value * 1000:.2f}"
 
 
-def _row(result: dict[str, Any], with_input: bool) -> tuple[str, ...]:
+def _rate(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+def _row(result: dict[str, Any], with_input: bool, with_windows: bool) -> tuple[str, ...]:
     if result["status"] != "ok":
         cells = (str(result["batch_size"]), result["status"], "", "", "", "", "", "")
     else:
@@ -27,17 +32,22 @@ def _row(result: dict[str, Any], with_input: bool) -> tuple[str, ...]:
             _ms(result["step_time_mad_s"]),
             str(result["timed_steps"]),
         )
+    if with_windows:
+        windows = result.get("windows")
+        cells = (*cells, "" if windows is None else str(windows), _rate(result.get("images_per_sec_min")),
+                 _rate(result.get("images_per_sec_max")))
     if not with_input:
         return cells
     rate, bound = result.get("input_images_per_sec"), result.get("input_bound")
-    return (*cells, "" if rate is None else f"{rate:.2f}", "" if bound is None else ("yes" if bound else "no"))
+    return (*cells, _rate(rate), "" if bound is None else ("yes" if bound else "no"))
 
 
 def format_table(results: Sequence[dict[str, Any]]) -> str:
     """A fixed-width table, one line per batch size, with failures' messages listed below it."""
     with_input = any(result.get("input_images_per_sec") is not None for result in results)
-    header = COLUMNS + INPUT_COLUMNS if with_input else COLUMNS
-    lines = aligned([header, *(_row(result, with_input) for result in results)])
+    with_windows = any((result.get("windows") or 1) > 1 for result in results)
+    header = COLUMNS + (WINDOW_COLUMNS if with_windows else ()) + (INPUT_COLUMNS if with_input else ())
+    lines = aligned([header, *(_row(result, with_input, with_windows) for result in results)])
     lines.extend(f"batch {r['batch_size']} {r['status']}: {r['error']}" for r in results if r["status"] != "ok")
     return "\n".join(lines)
 

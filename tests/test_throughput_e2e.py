@@ -133,12 +133,19 @@ def test_killed_worker_is_recorded_and_finished_results_survive(tmp_path: Path) 
     assert "interrupted" in output
 
 
+def script_env(tmp_path: Path, **settings: str) -> dict[str, str]:
+    """The environment of scripts/measure_throughput.sh for a tiny CPU run into ``tmp_path``."""
+    return {**os.environ, "CUDA_VISIBLE_DEVICES": "", "FRAMEWORK": "torch", "WARMUP": "1", "OUTPUT": str(tmp_path),
+            "PYTHON": sys.executable, "EXTRA_ARGS": "--device cpu --image-size 64 --num-classes 10", **settings}
+
+
+def measure_throughput_script(env: dict[str, str], stop_iteration: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", "scripts/measure_throughput.sh", stop_iteration], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
 def test_measure_throughput_script_maps_stop_iteration_and_environment(tmp_path: Path) -> None:
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "FRAMEWORK": "torch", "BATCH_SIZES": "2 3", "WARMUP": "1",
-           "PRECISION": "fp32", "OUTPUT": str(tmp_path), "PYTHON": sys.executable,
-           "EXTRA_ARGS": "--device cpu --image-size 64 --num-classes 10"}
-    result = subprocess.run(["bash", "scripts/measure_throughput.sh", "4"], cwd=REPO, env=env, capture_output=True,
-                            text=True, timeout=600)
+    result = measure_throughput_script(script_env(tmp_path, BATCH_SIZES="2 3", PRECISION="fp32"), "4")
     assert result.returncode == 0, result.stdout + result.stderr
     summary, _, env_record = read_run(Path(result.stdout.strip().splitlines()[-1]))
     # stop_iteration 4 = 1 warm-up + 3 timed iterations per batch size.
@@ -171,11 +178,8 @@ def test_sigterm_keeps_finished_results_and_stops_the_worker(tmp_path: Path) -> 
 
 def test_repeats_split_the_timed_iterations_into_windows(tmp_path: Path) -> None:
     """stop_iteration 7 with WARMUP=1 and REPEATS=3: three windows of 2 steps, each its own images/s sample."""
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "FRAMEWORK": "torch", "BATCH_SIZES": "2", "WARMUP": "1",
-           "REPEATS": "3", "OUTPUT": str(tmp_path), "PYTHON": sys.executable,
-           "EXTRA_ARGS": "--device cpu --image-size 32 --num-classes 10"}
-    result = subprocess.run(["bash", "scripts/measure_throughput.sh", "7"], cwd=REPO, env=env, capture_output=True,
-                            text=True, timeout=600)
+    env = script_env(tmp_path, BATCH_SIZES="2", REPEATS="3")
+    result = measure_throughput_script(env, "7")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "min images/s" in result.stdout  # the table shows the spread across windows
     summary, steps, _ = read_run(Path(result.stdout.strip().splitlines()[-1]))
@@ -187,6 +191,5 @@ def test_repeats_split_the_timed_iterations_into_windows(tmp_path: Path) -> None
     assert sum(1 for step in steps if step["phase"] == "timed") == 6
 
     env["REPEATS"] = "7"  # more windows than the 6 timed iterations
-    refused = subprocess.run(["bash", "scripts/measure_throughput.sh", "7"], cwd=REPO, env=env, capture_output=True,
-                             text=True, timeout=60)
+    refused = measure_throughput_script(env, "7")
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1 and "REPEATS" in refused.stderr

@@ -44,12 +44,7 @@ def input_rate(config: BenchConfig) -> float:
 def profile(config: BenchConfig, engine: Engine) -> dict[str, Any]:
     from trainbench.profile.session import profile_run  # framework profilers load only when asked for
 
-    runner = engine.make_runner(config)
-    window = config.profile
-    assert window is not None
-    print(f"batch {config.batch_size}: {window.tool} profiles iterations {window.start_iteration} to "
-          f"{window.stop_iteration - 1}", flush=True)
-    return {"result": profile_run(config, runner)}
+    return {"result": profile_run(config, engine.make_runner(config))}
 
 
 def measure(config: BenchConfig, engine: Engine) -> dict[str, Any]:

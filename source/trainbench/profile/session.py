@@ -31,7 +31,9 @@ def framework_hooks(window: ProfileConfig, framework: str, device: str) -> list[
 def profile_run(config: BenchConfig, runner: StepRunner) -> dict[str, Any]:
     """Run the configured window on ``runner``; the result says which iterations the window held."""
     window = config.profile
-    assert window is not None
+    assert window is not None, "profile_run needs a configuration with a profile window"
+    print(f"batch {config.batch_size}: {window.tool} profiles iterations {window.start_iteration} to "
+          f"{window.stop_iteration - 1}", flush=True)
     model = config.model
     recorder = WindowRecorder()
     hooks = [recorder, CaptureHooks(markers_for(model.framework, model.device)),

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from trainbench.config import ProfileConfig
+from trainbench.errors import UsageError
 
 TORCH_TRACE = "trace.json"  # Chrome trace: chrome://tracing, Perfetto, or TensorBoard's profile plugin
 TORCH_OPERATORS = "operators.csv"
@@ -132,8 +133,6 @@ class FrameworkProfiler:
         return []
 
     def analyze(self, run_dir: Path, batch_size: int) -> dict[str, Any]:
-        from trainbench.errors import UsageError
-
         trace_dir = trace_dir_for(run_dir, batch_size)
         if self.name == "tf":
             traces = sorted(trace_dir.glob("plugins/profile/*/*.xplane.pb"))

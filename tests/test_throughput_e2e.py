@@ -164,8 +164,9 @@ def test_sigterm_keeps_finished_results_and_stops_the_worker(tmp_path: Path) -> 
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     me = psutil.Process(parent.pid)
     try:
-        _wait_for(lambda: _worker_of(me, 3) is not None)
-        worker = _worker_of(me, 3)
+        workers: list[psutil.Process | None] = []
+        _wait_for(lambda: workers.append(_worker_of(me, 3)) or workers[-1] is not None)
+        worker = workers[-1]
         parent.terminate()
         output, _ = parent.communicate(timeout=120)
     finally:

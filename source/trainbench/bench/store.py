@@ -55,6 +55,11 @@ def create_run_dir(root: Path, label: str) -> Path:
     return create_fresh_dir(root, f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}_{label}")
 
 
+def worker_file(run_dir: Path, batch_size: int, suffix: str) -> Path:
+    """A worker's own file in a run folder: logs/batch_<X><suffix> (.log, .config.json, .result.json)."""
+    return run_dir / "logs" / f"batch_{batch_size}{suffix}"
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
@@ -92,7 +97,7 @@ class ThroughputRun:
         self._write_summary()
 
     def log_path(self, batch_size: int) -> Path:
-        return self.path / "logs" / f"batch_{batch_size}.log"
+        return worker_file(self.path, batch_size, ".log")
 
     def add(self, result: dict[str, Any], warmup_s: Sequence[float] = (), step_s: Sequence[float] = ()) -> None:
         """Record one batch size's result (any status) and its per-step times."""

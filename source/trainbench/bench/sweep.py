@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from trainbench.bench.store import ThroughputRun, create_run_dir, write_json_atomic
+from trainbench.bench.store import ThroughputRun, create_run_dir, worker_file, write_json_atomic
 from trainbench.config import BenchConfig, to_dict
 from trainbench.report.plot import plot_throughput
 from trainbench.report.table import format_table
@@ -68,8 +68,8 @@ def run_worker(config: BenchConfig, run: ResultStore, timeout_s: float | None = 
     """Measure one batch size in a child process and add its result to ``run``; returns the worker's payload with
     the process's exit status added. ``prefix`` is a command the worker runs under (a profiler)."""
     batch = config.batch_size
-    config_path = run.path / "logs" / f"batch_{batch}.config.json"
-    result_path = run.path / "logs" / f"batch_{batch}.result.json"
+    config_path = worker_file(run.path, batch, ".config.json")
+    result_path = worker_file(run.path, batch, ".result.json")
     config_path.write_text(json.dumps(to_dict(config), indent=2))
     log_path = run.log_path(batch)
     command = [*prefix, sys.executable, "-m", "trainbench.bench.worker", str(config_path), str(result_path)]

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from trainbench.bench.store import create_fresh_dir, write_csv_atomic, write_json_atomic
+from trainbench.bench.store import create_fresh_dir, worker_file, write_csv_atomic, write_json_atomic
 from trainbench.bench.sweep import run_worker
 from trainbench.config import BenchConfig, ProfileConfig, to_dict
 from trainbench.errors import UsageError
@@ -50,7 +50,7 @@ class ProfileRun:
         self._write()
 
     def log_path(self, batch_size: int) -> Path:
-        return self.path / "logs" / f"batch_{batch_size}.log"
+        return worker_file(self.path, batch_size, ".log")
 
     def add(self, result: dict[str, Any], warmup_s: Sequence[float] = (), step_s: Sequence[float] = ()) -> None:
         self.results.append(dict(result))

@@ -48,3 +48,28 @@ def test_run_train_help_lists_the_original_defaults() -> None:
     assert result.returncode == 0, result.stderr
     for option in ("--epochs", "--batch-size", "--resume", "--log-every", "--label-smoothing", "90 epochs"):
         assert option in result.stdout
+
+
+FORKED_CHILD_GETS_SIGTERM = """
+import os, signal, time
+from trainbench.cli import main
+signal.signal(signal.SIGTERM, main._terminated)  # as main() installs it
+child = os.fork()
+if child == 0:  # like a multiprocessing pool worker, which its pool ends with SIGTERM
+    time.sleep(60)
+    os._exit(0)
+time.sleep(0.2)
+os.kill(child, signal.SIGTERM)
+_, status = os.waitpid(child, 0)
+print(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM)
+"""
+
+
+def test_sigterm_ends_a_forked_child_silently_as_without_the_handler() -> None:
+    """Only the CLI's own process turns SIGTERM into 'interrupted'; a forked helper dies quietly, no traceback."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", FORKED_CHILD_GETS_SIGTERM], capture_output=True, text=True,
+                            timeout=60)
+    assert (result.stdout.strip(), result.stderr) == ("True", "")

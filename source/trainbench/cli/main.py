@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import signal
 import sys
 from types import FrameType
@@ -36,7 +37,16 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (a batch scheduler's time limit, ``kill``, ``timeout``) handled as a Ctrl-C: results so far are kept."""
 
 
+_MAIN_PID = os.getpid()  # the CLI's own process; forked children inherit the handler but not this identity
+
+
 def _terminated(signum: int, frame: FrameType | None) -> None:
+    if os.getpid() != _MAIN_PID:
+        # A forked helper (a multiprocessing pool worker, which its pool ends with SIGTERM) inherits this handler:
+        # it must die as it would have without it, silently.
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     raise Terminated
 
 

@@ -141,7 +141,8 @@ def test_a_run_killed_mid_way_resumes_to_the_same_shards(tree: Path, reference: 
     process = subprocess.Popen([sys.executable, "-c", SLOW_CONVERT, *args, "--workers", "2"], cwd=REPO,
                                start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while not (output.is_dir() and shard_files(output)):  # until the first shard is renamed into place
+    # Until the manifest records a finished shard (a shard renamed into place but not yet recorded is redone).
+    while not (output / "manifest.json").is_file() or not json.loads((output / "manifest.json").read_text())["shards"]:
         assert process.poll() is None and time.monotonic() < deadline, "the run ended before a shard was done"
         time.sleep(0.01)
     os.killpg(process.pid, signal.SIGKILL)  # the whole group: the parent and its workers, mid-shard

@@ -37,17 +37,17 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (a batch scheduler's time limit, ``kill``, ``timeout``) handled as a Ctrl-C: results so far are kept."""
 
 
-_MAIN_PID = os.getpid()  # the CLI's own process; forked children inherit the handler but not this identity
-
-
 def _terminated(signum: int, frame: FrameType | None) -> None:
-    if os.getpid() != _MAIN_PID:
-        # A forked helper (a multiprocessing pool worker, which its pool ends with SIGTERM) inherits this handler:
-        # it must die as it would have without it, silently.
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-        return
     raise Terminated
+
+
+def _default_sigterm() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+# Forked helpers (multiprocessing pool workers, which their pool ends with SIGTERM) must die on it at once, as
+# before any handler: never raise in the middle of the pool's own locking. Exec'd children get the default anyway.
+os.register_at_fork(after_in_child=_default_sigterm)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,13 +6,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint lint-shell lock clean-venv
+.PHONY: install demo test lint lint-shell lock clean-venv image-test
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt pip setuptools
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[tf,torch,dev]"
 	touch $(STAMP)
 
@@ -28,14 +28,19 @@ lint-shell: $(STAMP)
 	$(BIN)/shellcheck -x $(SHELL_SCRIPTS)
 
 lint: lint-shell $(STAMP)
-	$(BIN)/ruff check source tests benchmarks Core-Utilization-Analyzer
+	$(BIN)/ruff check source tests benchmarks Core-Utilization-Analyzer docker
 
 test: lint
 	$(BIN)/python -m pytest -q
 
-# Refresh the pins from the current environment (after changing versions in pyproject.toml).
+# Opt-in: the image built with podman (on a stand-in CUDA base) and run for real; root, several GB of downloads.
+image-test: $(STAMP)
+	bash docker/test_image.sh
+
+# Refresh the pins from the current environment (after changing versions in pyproject.toml); --all keeps the pins
+# of pip and setuptools, which the image's build uses too.
 lock: $(STAMP)
-	{ sed -n '1,2p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | grep -v '^trainbench'; } \
+	{ sed -n '1,2p' constraints.txt; $(BIN)/python -m pip freeze --all --exclude-editable | grep -v '^trainbench'; } \
 		> constraints.txt.new && mv constraints.txt.new constraints.txt
 
 clean-venv:

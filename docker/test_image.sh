@@ -119,7 +119,7 @@ results="${state}/results"
 rm -rf "${results}"
 data="${state}/dataset"
 if [[ -d "${fixtures}" ]]; then data="${fixtures}"; else mkdir -p "${data}"; fi
-csv="ncu_details_a100_gardenia_gemm.csv"
+csv="ncu_raw_b200_2025_prof_prefix_meinie_flashinfer_decode_2kernels.csv"
 command=(bash -c "ls /app/data | head -n 3; if [[ -f /app/data/${csv} ]]; then
   python Core-Utilization-Analyzer/coreutil.py /app/data/${csv} | tail -n 6; fi
   python -m trainbench.demo --output /app/results > /tmp/demo.log 2>&1 || { tail -n 30 /tmp/demo.log; exit 1; }

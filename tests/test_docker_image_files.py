@@ -372,3 +372,15 @@ def test_check_pins_compare_fails_on_a_new_import_failure_or_another_version(tmp
     assert "PROBLEM a: import a fails (ImportError: gone), imports under Python 3.11" in failed.stdout
     assert "PROBLEM b: pinned 2, installed 2.1" in failed.stdout
     assert check_pins("compare", str(bad)).returncode == 2
+
+
+def test_pinned_setuptools_still_has_pkg_resources() -> None:
+    """tensorflow_hub (imported by tf-models-official's tensorflow_models) needs pkg_resources, gone in setuptools 81.
+
+    `make image-test`'s pin check found both imports failing with setuptools 84 pinned in constraints.txt.
+    """
+    import importlib.util
+
+    assert importlib.util.find_spec("pkg_resources") is not None
+    pinned = re.search(r"^setuptools==(\d+)\.", (REPO / "constraints.txt").read_text(), re.M)
+    assert pinned and int(pinned.group(1)) < 81

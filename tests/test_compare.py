@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -70,3 +71,76 @@ def test_windows_are_the_sample_when_both_runs_have_enough(tmp_path: Path) -> No
     assert row["p_value"] == pytest.approx(2 / 252) and bool(row["significant"])
     two = write_windows_run(tmp_path / "two", 8, [110.0, 111.0], same_steps)
     assert compare_runs(a, two).iloc[0]["sample"] == "steps"  # too few windows: back to the step times
+
+
+@pytest.mark.parametrize("alpha", ["2", "-1", "0", "1", "nan", "inf", "x"])
+def test_alpha_must_be_a_probability(tmp_path: Path, alpha: str) -> None:
+    rng = np.random.default_rng(4)
+    a = write_run(tmp_path / "a", 4, 0.05 + rng.normal(0, 0.001, 10))
+    assert_one_line_error(run_cli("compare", str(a), str(a), f"--alpha={alpha}"), "--alpha", alpha)
+
+
+def test_alpha_decides_the_verdict_within_its_range(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    a = write_run(tmp_path / "a", 8, 0.100 + rng.normal(0, 0.01, 20))
+    b = write_run(tmp_path / "b", 8, 0.104 + rng.normal(0, 0.01, 20))
+    p_value = compare_runs(a, b).iloc[0]["p_value"]
+    assert 0.001 < p_value < 0.999
+    assert bool(compare_runs(a, b, alpha=min(0.999, p_value * 1.01)).iloc[0]["significant"])
+    assert not bool(compare_runs(a, b, alpha=p_value * 0.99).iloc[0]["significant"])
+
+
+def test_differing_settings_are_named_before_the_verdict(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    a = write_run(tmp_path / "a", 4, 0.05 + rng.normal(0, 0.001, 20))
+    b = write_run(tmp_path / "b", 4, 0.02 + rng.normal(0, 0.001, 20))
+    summary = json.loads((b / "summary.json").read_text())
+    summary["image_size"] = 224
+    (b / "summary.json").write_text(json.dumps(summary))
+    for folder, gpu in ((a, "NVIDIA A100-SXM4-80GB"), (b, "NVIDIA H100 80GB HBM3")):
+        (folder / "env.json").write_text(json.dumps({"gpu": {"driver": "580.1", "gpus": [{"name": gpu}]}}))
+    result = run_cli("compare", str(a), str(b))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "note: the runs differ in image_size: A 64, B 224"
+    assert lines[1] == "note: the runs differ in gpus: A NVIDIA A100-SXM4-80GB, B NVIDIA H100 80GB HBM3"
+    assert lines[2].startswith("batch 4: ") and len(lines) == 3
+    same = run_cli("compare", str(a), str(a))
+    assert not any(line.startswith("note:") for line in same.stdout.splitlines())
+
+
+@pytest.mark.parametrize(("summary", "fragment"), [
+    ([1, 2, 3], "no list of results"),
+    ({"results": "none"}, "no list of results"),
+    ({"results": [7]}, "results[0] is not an object"),
+    ({"results": [{"batch_size": "4", "status": "ok", "images_per_sec": 1.0}]}, "results[0].batch_size is '4'"),
+    ({"results": [{"batch_size": 4, "status": "ok", "images_per_sec": "fast"}]}, "images_per_sec is 'fast'"),
+    ({"results": [{"batch_size": 4, "status": "ok", "images_per_sec": -3}]}, "images_per_sec is -3"),
+    ({"results": [{"batch_size": 4, "status": 1}]}, "results[0].status is 1"),
+    ({"results": [{"batch_size": 4, "status": "ok", "images_per_sec": 2.0, "window_images_per_sec": [1, "x"]}]},
+     "window_images_per_sec[1] is 'x'"),
+])
+def test_a_summary_of_the_wrong_shape_is_one_line_naming_the_file(tmp_path: Path, summary: object,
+                                                                  fragment: str) -> None:
+    rng = np.random.default_rng(7)
+    a = write_run(tmp_path / "a", 4, 0.05 + rng.normal(0, 0.001, 10))
+    bad = write_run(tmp_path / "bad", 4, 0.05 + rng.normal(0, 0.001, 10))
+    (bad / "summary.json").write_text(json.dumps(summary))
+    assert_one_line_error(run_cli("compare", str(a), str(bad)), str(bad / "summary.json"), fragment)
+    (bad / "summary.json").write_text("{not json")
+    assert_one_line_error(run_cli("compare", str(a), str(bad)), str(bad / "summary.json"), "JSONDecodeError")
+
+
+def test_runs_whose_batch_sizes_all_failed_say_so(tmp_path: Path) -> None:
+    rng = np.random.default_rng(8)
+    a = write_run(tmp_path / "a", 4, 0.05 + rng.normal(0, 0.001, 10))
+    failed = tmp_path / "failed"
+    failed.mkdir()
+    run = ThroughputRun(failed, {"framework": "torch", "precision": "fp32", "image_size": 64, "data": "synthetic"})
+    run.add({"batch_size": 4, "status": "oom", "error": "out of memory"})
+    run.add({"batch_size": 8, "status": "timeout", "error": "no result in 5 s"})
+    assert not (failed / "steps.csv").exists()
+    result = run_cli("compare", str(a), str(failed))
+    assert result.returncode == 1 and result.stderr == ""
+    assert result.stdout.strip() == ("no batch size was measured successfully in both runs "
+                                     "(A: 4 ok, 4096 oom; B: 4 oom, 8 timeout)")

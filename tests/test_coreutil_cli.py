@@ -301,3 +301,48 @@ def test_csv_never_overwrites_an_existing_file(tmp_path: Path, capsys: pytest.Ca
     assert captured.out.splitlines() == EXPECTED_LINES
     one_error_line(captured.err, str(target), "not overwritten")
     assert target.read_text() == "earlier results\n"
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_profiles_read_as_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str], encoding: str) -> None:
+    """ncu --csv redirected by PowerShell is UTF-16 (with a byte-order mark: "utf-16"; without: -le, -be)."""
+    text = write_profile(tmp_path / "utf8.csv").read_text()
+    path = tmp_path / f"{encoding}.csv"
+    path.write_bytes(text.encode(encoding))
+    assert coreutil_cmd.main([str(path)]) == 0
+    assert capsys.readouterr().out.splitlines() == EXPECTED_LINES
+
+
+def test_damaged_utf16_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "odd.csv"
+    path.write_bytes(write_profile(tmp_path / "utf8.csv").read_text().encode("utf-16") + b"\x00\xd8\x41")
+    assert coreutil_cmd.main([str(path)]) == 2
+    one_error_line(capsys.readouterr().err, f"trainbench: coreutil: {path}: ", "UTF-16")
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ("-50", "-50 % (launch 77 1) is not a utilization between 0 and 100 %"),
+    ("250", "250 % (launch 77 1) is not a utilization between 0 and 100 %"),
+    ("nan", "'nan' (launch 77 1) is not a number"),
+    ("1e999", "(launch 77 1) is not a number"),  # read as a float, it says 'inf'
+    ("inf", "'inf' (launch 77 1) is not a number"),
+])
+def test_impossible_utilizations_refuse_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str,
+                                                 problem: str) -> None:
+    path = write_profile(tmp_path / "good.csv")
+    text = path.read_text().replace('"sm__inst_executed_pipe_fma' + ELAPSED + '","%","50"',
+                                    '"sm__inst_executed_pipe_fma' + ELAPSED + f'","%","{value}"')
+    assert text != path.read_text()
+    bad = tmp_path / "bad.csv"
+    bad.write_text(text)
+    assert coreutil_cmd.main([str(bad)]) == 2
+    one_error_line(capsys.readouterr().err, f"trainbench: coreutil: {bad}: sm__inst_executed_pipe_fma", problem)
+
+
+def test_na_stays_a_missing_value_and_100_is_a_utilization(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_profile(tmp_path / "good.csv")
+    edge = tmp_path / "edge.csv"
+    edge.write_text(path.read_text().replace('"%","50"', '"%","100.00"'))
+    assert coreutil_cmd.main([str(edge)]) == 0
+    # fma: (10*1 + 100*3 + 17.5*4) / 8 = 47.5; fp16 keeps its n/a launch out of the mean, as before
+    assert capsys.readouterr().out.splitlines() == ["fma\t47.50000 %", *EXPECTED_LINES[1:]]

@@ -343,9 +343,13 @@ def test_thousands_separators_in_weights_and_values(tmp_path: Path) -> None:
     rows = [(1, 0, "k", "gpc__cycles_elapsed.max", "cycle", "1,000,000"), (1, 0, "k", PIPES["fma"], "%", "10"),
             (1, 1, "k", "gpc__cycles_elapsed.max", "cycle", "3,000,000.00"), (1, 1, "k", PIPES["fma"], "%", "50"),
             (1, 1, "k", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "1,000.5")]
-    result = analyze_file(write_details(tmp_path / "p.csv", rows))
+    path = write_details(tmp_path / "p.csv", rows)
+    # The reader parses the separators; coreutil then refuses 1000.5 as a percentage of peak.
+    assert read_ncu_csv(path).iloc[1]["sm__throughput.avg.pct_of_peak_sustained_elapsed"] == pytest.approx(1000.5)
+    with pytest.raises(UsageError, match=r"1000.5 % .* is not a utilization between 0 and 100 %"):
+        analyze_file(path)
+    result = analyze_file(write_details(tmp_path / "q.csv", rows[:-1]))
     assert result.cores["fma"].value == pytest.approx((10 * 1e6 + 50 * 3e6) / 4e6)
-    assert result.metrics["sm__throughput.avg.pct_of_peak_sustained_elapsed"] == pytest.approx(1000.5)
 
 
 def test_processes_reusing_ids_are_separate_launches(tmp_path: Path) -> None:
@@ -601,8 +605,17 @@ value_text = st.one_of(
     st.integers(0, 100).map(str),
     st.just("n/a"),
 )
+# Percentages of peak stay within 0-100 (coreutil refuses others); weights take any size.
+pct_text = st.one_of(
+    st.floats(0, 100, allow_nan=False).map(lambda v: f"{v:,.2f}"),
+    st.integers(0, 100).map(str),
+    st.just("n/a"),
+)
 launch_rows = st.lists(
-    st.tuples(st.sampled_from(METRIC_POOL), st.sampled_from(range(6)), value_text), min_size=0, max_size=6
+    st.sampled_from(METRIC_POOL).flatmap(
+        lambda metric: st.tuples(st.just(metric), st.sampled_from(range(6)),
+                                 pct_text if "pct_of_peak" in metric else value_text)),
+    min_size=0, max_size=6,
 )
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import resource
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -54,7 +56,7 @@ def test_an_unreadable_synset_names_file(data: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "fragments"), [
-    (["convert", "DATA", "--train-shards", "0"], ["--train-shards", "between 1 and 99,999", "'0'"]),
+    (["convert", "DATA", "--train-shards", "0"], ["--train-shards", "from 1 to 99999", "got 0"]),
     (["convert", "DATA", "--workers", "two"], ["--workers", "not a whole number", "'two'"]),
     (["convert"], ["required", "DATA_DIR"]),
     (["valprep", "DATA"], ["one of the arguments --solution --ground-truth is required"]),
@@ -76,3 +78,19 @@ def test_the_wrapper_script_passes_its_arguments_on(tmp_path: Path) -> None:
     result = subprocess.run(["bash", "dataset_util/convert_imagenet.sh", str(tmp_path / "nowhere")], cwd=REPO,
                             capture_output=True, text=True)
     assert_one_line_error(result, str(tmp_path / "nowhere"), "no such folder")
+
+
+def test_synth_onto_a_full_disk_is_one_line(tmp_path: Path) -> None:
+    def small_files_only() -> None:  # writes past the limit fail with EFBIG, as a full disk fails them (ENOSPC)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))  # a page for the shared counter, no 500x375 JPEG
+
+    result = subprocess.run([sys.executable, "-m", "trainbench", "data", "synth", "--output", str(tmp_path / "new"),
+                             "--classes", "2", "--train-per-class", "2", "--workers", "2"], cwd=REPO,
+                            capture_output=True, text=True, timeout=120, preexec_fn=small_files_only)
+    assert_one_line_error(result, str(tmp_path / "new" / "train"), "cannot write", "File too large")
+
+
+def test_synth_refuses_a_dangling_link_where_train_goes(tmp_path: Path) -> None:
+    (tmp_path / "train").symlink_to(tmp_path / "gone")
+    result = run_cli("data", "synth", "--output", str(tmp_path), "--classes", "1", "--train-per-class", "1")
+    assert_one_line_error(result, str(tmp_path / "train"), "already exists")

@@ -93,6 +93,7 @@ def test_ordinary_jpegs_are_stored_unchanged_and_odd_files_converted(tree: Path,
 
 
 def test_skipped_files_are_listed_with_their_reason(reference: Path) -> None:
+    assert b"\r" not in (reference / "skipped.csv").read_bytes()  # LF line ends, as every other file here
     with open(reference / "skipped.csv", newline="") as file:
         rows = {row["file"].rsplit("/", 1)[-1]: row["reason"] for row in csv.DictReader(file)}
     assert rows == {"odd_truncated.JPEG": "truncated JPEG (no end-of-image marker after the image data)",
@@ -116,6 +117,8 @@ def test_the_shards_are_identical_for_one_and_two_workers(tree: Path, reference:
     result = run_cli("data", "convert", str(tree), "--output", str(tmp_path / "two"), "--workers", "2", *SHARDS,
                      "--synset-names", str(tree / SYNSET_NAMES))
     assert result.returncode == 0, result.stderr
+    usable = CLASSES * (TRAIN_PER_CLASS + VAL_PER_CLASS) + 5
+    assert result.stdout.startswith(f"converted {usable} images (35 train, 9 validation) into 10 shards")
     assert "4 odd files re-encoded as RGB JPEG; 3 files skipped" in result.stdout
     assert _digests(tmp_path / "two") == _digests(reference)
     assert len(_digests(reference)) == 10
@@ -235,3 +238,16 @@ def test_the_manifest_lists_every_shard_with_its_count_and_digest(reference: Pat
     digests = _digests(reference)
     assert {name: entry["sha256"] for name, entry in manifest["shards"].items()} == digests
     assert sum(entry["records"] for entry in manifest["shards"].values()) == len(_records(reference))
+
+
+def test_the_demo_says_how_many_records_it_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from trainbench.demo import CLASSES as DEMO_CLASSES
+    from trainbench.demo import TRAIN_PER_CLASS as DEMO_TRAIN
+    from trainbench.demo import VAL_PER_CLASS as DEMO_VAL
+    from trainbench.demo import prepare_data
+
+    output = prepare_data(tmp_path)
+    records = DEMO_CLASSES * (DEMO_TRAIN + DEMO_VAL) + 5  # five of the eight odd files are usable
+    assert len(_records(output)) == records
+    assert f"converted {records} images into 3 shards in {output}, 4 of them re-encoded as RGB JPEG; skipped 3 " \
+           "files" in capsys.readouterr().out

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from trainbench.data.bboxes import Box, read_boxes
-from trainbench.data.imagefiles import SkipImage, jpeg_is_complete, prepare_image
+from trainbench.data.imagefiles import SkipImage, check_signature, jpeg_is_complete, prepare_image
 from trainbench.data.imagenet_tree import ImageTree, Source
 from trainbench.data.progress import format_progress
 from trainbench.data.records import bytes_feature, encode_example, float_feature, frame, int64_feature
@@ -72,6 +72,17 @@ def test_transparent_pixels_become_white() -> None:
 def test_unusable_files_are_skipped_with_the_reason(data: bytes, reason: str) -> None:
     with pytest.raises(SkipImage, match=reason):
         prepare_image(data)
+
+
+@pytest.mark.parametrize("kind", ["JPEG", "PNG", "GIF", "BMP", "TIFF", "WEBP"])
+def test_an_image_is_recognised_by_its_first_bytes(kind: str) -> None:
+    check_signature(_encoded(_picture(), kind)[:16])  # raises SkipImage otherwise
+
+
+@pytest.mark.parametrize("head", [b"x", b"\x00" * 16, b"PK\x03\x04 a zip file", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3"])
+def test_a_file_without_an_image_signature_is_not_an_image(head: bytes) -> None:
+    with pytest.raises(SkipImage, match="not an image"):
+        check_signature(head)
 
 
 def test_the_end_marker_of_an_exif_thumbnail_does_not_hide_a_truncation() -> None:

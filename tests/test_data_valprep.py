@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,24 @@ def test_a_solution_naming_none_of_the_files_is_refused(flat: Path) -> None:
     (flat / "other.csv").write_text("ImageId,PredictionString\nILSVRC2012_val_99999999,n00000001 1 2 3 4\n")
     result = run_cli("data", "valprep", str(flat / "val"), "--solution", str(flat / "other.csv"))
     assert_one_line_error(result, str(flat / "val"), "names none of its 9 files")
+
+
+@pytest.mark.parametrize(("content", "fragments"), [
+    (b"ImageId,PredictionString\nILSVRC2012_val_00000001,n\xff 1 2 3 4\n", ["not UTF-8 text", "byte 50: 0xff"]),
+    (b"ImageId,PredictionString\nILSVRC2012_val_00000001,../../outside 1 2 3 4\n", [":2:", "is not a synset"]),
+])
+def test_a_bad_solution_file_is_one_line_and_moves_nothing(flat: Path, content: bytes, fragments: list[str]) -> None:
+    (flat / "bad.csv").write_bytes(content)
+    result = run_cli("data", "valprep", str(flat / "val"), "--solution", str(flat / "bad.csv"))
+    assert_one_line_error(result, str(flat / "bad.csv"), *fragments)
+    assert not [path for path in (flat / "val").iterdir() if path.is_dir()]
+
+
+def test_links_and_odd_names_in_the_folder_are_left_in_place(flat: Path) -> None:
+    (flat / "val" / "loop.JPEG").symlink_to("loop.JPEG")
+    (flat / "val" / "dangling.JPEG").symlink_to("nowhere")
+    (flat / "val" / os.fsdecode(b"caf\xe9.JPEG")).write_bytes(b"")
+    result = run_cli("data", "valprep", str(flat / "val"), "--solution", str(flat / SOLUTION_CSV))
+    assert result.returncode == 0 and "moved 9 files" in result.stdout, result.stderr
+    assert "1 files without ground truth" in result.stdout  # the non-UTF-8 one; links are not files to sort
+    assert (flat / "val" / "loop.JPEG").is_symlink() and (flat / "val" / "dangling.JPEG").is_symlink()

@@ -67,3 +67,10 @@ def test_a_record_declaring_the_wrong_size_is_found(tmp_path: Path) -> None:
 
 def test_a_folder_without_shards_is_a_usage_error(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("data", "verify", str(tmp_path)), str(tmp_path), "no TFRecord shards")
+
+
+def test_a_shard_that_is_not_a_file_is_found(copy: Path) -> None:
+    shard = copy / "train-00000-of-00002"
+    shard.unlink()
+    shard.mkdir()
+    assert_one_line_error(run_cli("data", "verify", str(copy)), str(shard), "not a regular file")

@@ -315,3 +315,16 @@ def test_nsys_script_exports_and_merges_concurrent_streams(tmp_path: Path) -> No
     assert timeline["gpu_busy_fraction"] == pytest.approx(0.65)
     assert (timeline["gpu_busy_ns"], timeline["kernel_ns_sum"], timeline["window_ns"]) == (1950, 2250, 3000)
     assert_window(run_dir, 2, 1, 3)
+
+
+def test_timeout_ends_the_profiler_and_the_worker_it_runs(tmp_path: Path) -> None:
+    """A worker runs under the profiler, not under the CLI: a timeout must end both, not leave the worker running."""
+    from tests.test_throughput_e2e import _processes_running
+
+    out = tmp_path / "out"
+    result = run_cli("profile", "ncu", *TINY, "--batch-sizes", "2", "--start-iteration", "1000000",
+                     "--iterations", "1", "--timeout", "3", "--output", str(out), env=standin_env(tmp_path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    (row,) = json.loads((out / "profiled_data_ncu" / "profile.json").read_text())["results"]
+    assert (row["status"], row["error"]) == ("error", "timed out after 3.0 s")
+    assert _processes_running(str(out)) == []

@@ -6,7 +6,10 @@ import csv
 import json
 from pathlib import Path
 
-from trainbench.bench.store import JSON_ONLY_FIELDS, RESULT_FIELDS, ThroughputRun, create_run_dir
+import pytest
+
+from trainbench.bench.store import JSON_ONLY_FIELDS, RESULT_FIELDS, ThroughputRun, create_fresh_dir, create_run_dir
+from trainbench.errors import UsageError
 
 
 def test_run_folders_are_never_reused(tmp_path: Path) -> None:
@@ -15,6 +18,22 @@ def test_run_folders_are_never_reused(tmp_path: Path) -> None:
     others = {create_run_dir(tmp_path, "torch_fp32_cpu") for _ in range(3)}
     assert first not in others and len(others) == 3
     assert (first / "summary.json").read_text() == "precious"
+
+
+def test_a_root_that_cannot_hold_run_folders_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("kept")
+    with pytest.raises(UsageError, match=r"notes\.txt: not a folder"):
+        create_run_dir(a_file, "torch_fp32_cpu")
+    with pytest.raises(UsageError, match=r"notes\.txt/runs: cannot make a run folder in it: Not a directory"):
+        create_run_dir(a_file / "runs", "torch_fp32_cpu")
+    assert a_file.read_text() == "kept"
+
+
+def test_a_name_taken_by_a_file_is_skipped_not_reused(tmp_path: Path) -> None:
+    (tmp_path / "profiled_data_ncu").write_text("kept")
+    assert create_fresh_dir(tmp_path, "profiled_data_ncu") == tmp_path / "profiled_data_ncu-1"
+    assert (tmp_path / "profiled_data_ncu").read_text() == "kept"
 
 
 def test_summary_is_rewritten_complete_after_every_batch_size(tmp_path: Path) -> None:

@@ -194,3 +194,59 @@ def test_repeats_split_the_timed_iterations_into_windows(tmp_path: Path) -> None
     env["REPEATS"] = "7"  # more windows than the 6 timed iterations
     refused = measure_throughput_script(env, "7")
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1 and "REPEATS" in refused.stderr
+
+
+def _processes_running(fragment: str) -> list[psutil.Process]:
+    """Live processes whose command line holds ``fragment`` (a run folder): what a sweep left behind."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if fragment in " ".join(process.info["cmdline"] or ()) and process.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_worker_dies_with_its_sweep_killed_by_sigkill(tmp_path: Path) -> None:
+    """kill -9 of the CLI: nobody is left to record the worker's result, so the worker must not run on alone."""
+    command = [sys.executable, "-m", "trainbench", "throughput", "--framework", "torch", "--batch-sizes", "2",
+               "--device", "cpu", "--image-size", "32", "--num-classes", "10", "--warmup", "1", "--steps", "100000",
+               "--output", str(tmp_path)]
+    parent = subprocess.Popen(command, cwd=REPO, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    me = psutil.Process(parent.pid)
+    try:
+        _wait_for(lambda: any("timed steps" in log.read_text() for log in tmp_path.glob("*/logs/batch_2.log")))
+        worker = _worker_of(me, 2)
+        assert worker is not None
+        parent.kill()
+        parent.wait()
+        worker.wait(timeout=10)  # raises psutil.TimeoutExpired if it runs on
+    finally:
+        parent.kill()
+        for process in _processes_running(str(tmp_path)):
+            process.kill()
+    assert "is gone; stopping" in next(tmp_path.glob("*/logs/batch_2.log")).read_text()
+
+
+def test_worker_whose_sweep_is_gone_before_it_starts_exits_at_once(tmp_path: Path) -> None:
+    """The race: the sweep dies (and its pid may be reused) before the worker watches it. A start time that does
+    not match names another process: the worker stops before it reads its configuration."""
+    env = {**os.environ, "TRAINBENCH_SWEEP": f"{os.getpid()}:0:{os.getpgid(0)}"}
+    result = subprocess.run([sys.executable, "-m", "trainbench.bench.worker", str(tmp_path / "no-config.json"),
+                             str(tmp_path / "result.json")], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 3, result.stderr
+    assert f"the sweep that started it (pid {os.getpid()}) is gone" in result.stderr
+    assert not (tmp_path / "result.json").exists()
+
+
+def test_timeout_is_recorded_and_ends_the_worker(tmp_path: Path) -> None:
+    result = run_cli("throughput", "--framework", "torch", "--batch-sizes", "2", *TINY[:6], "--warmup", "1",
+                     "--steps", "100000", "--timeout", "2", "--output", str(tmp_path), timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr  # no batch size finished
+    assert "Traceback" not in result.stderr
+    summary = json.loads((Path(result.stdout.strip().splitlines()[-1]) / "summary.json").read_text())
+    (row,) = summary["results"]
+    assert (row["batch_size"], row["status"], row["error"]) == (2, "error", "timed out after 2.0 s")
+    assert _processes_running(str(tmp_path)) == []

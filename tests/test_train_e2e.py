@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import assert_one_line_error, run_cli
 
 TINY = ["--device", "cpu", "--image-size", "32", "--num-classes", "4", "--batch-size", "16",
         "--synthetic-train-examples", "64", "--synthetic-eval-examples", "32", "--warmup-epochs", "0",
@@ -33,8 +33,27 @@ def test_train_then_resume_extends_the_same_run(tmp_path: Path, framework: str) 
         assert 0.0 <= row["eval_top1"] <= row["eval_top5"] <= 1.0
         assert row["eval_examples"] == 32 and row["train_images_per_sec"] > 0
 
+    shortened = run_cli("train", "--resume", str(run_dir), "--epochs", "1")  # would rewrite the run's own plan
+    assert_one_line_error(shortened, "--epochs 1", "already trains for 2 epochs")
+    assert json.loads((run_dir / "config.json").read_text())["epochs"] == 2
+
     resumed = run_cli("train", "--resume", str(run_dir), "--epochs", "3")
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "resumed from the checkpoint after epoch 2" in resumed.stdout
     assert [row["epoch"] for row in metrics(run_dir)] == [1, 2, 3]
     assert json.loads((run_dir / "config.json").read_text())["epochs"] == 3
+
+
+def test_batch_that_cannot_be_allocated_is_recorded_not_a_hang(tmp_path: Path) -> None:
+    """The largest batch the CLI accepts (2**24) needs 824 GB at 64 px: a real allocation failure, recorded in the
+    run folder and named in one line, within the test's time limit."""
+    result = run_cli("train", "--device", "cpu", "--batch-size", str(2**24), "--image-size", "64", "--num-classes", "4",
+                     "--synthetic-eval-examples", "8", "--epochs", "1", "--output", str(tmp_path), timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert lines[0].startswith(f"trainbench: train: out of memory at batch size {2**24}: ") and "allocate" in lines[0]
+    run_dir = Path(result.stdout.strip().splitlines()[-1])
+    (failure,) = [json.loads(line) for line in (run_dir / "failures.jsonl").read_text().splitlines()]
+    assert (failure["status"], failure["batch_size"], failure["epochs_finished"]) == ("oom", 2**24, 0)
+    assert str(run_dir / "failures.jsonl") in lines[0]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -33,24 +34,47 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def _positive(name: str, value: int, minimum: int = 1) -> int:
-    if value < minimum:
-        raise UsageError(f"{name} must be at least {minimum}, got {value}")
+# Upper bounds: far beyond any real run, low enough that a typo fails at once with one line instead of looping for
+# hours or overflowing a framework's integer shapes.
+# 2**24 images are 206 GB of fp32 input even at 32 px, beyond any one device; published ImageNet global batches stop
+# near 64k. Up to this bound a batch that cannot be allocated is a recorded allocation failure, not a refusal.
+MAX_BATCH_SIZE = 2**24
+MAX_COUNT = 10**9  # steps, iterations, epochs, repeats, examples: 10**9 steps of any size would take years
+MAX_IMAGE_SIZE = 4096
+MAX_NUM_CLASSES = 2**20
+MAX_SEED = 2**32 - 1  # numpy's and TensorFlow's seeds are unsigned 32-bit
+MAX_WORKERS = 1024  # input pipeline processes or threads
+
+
+def int_problem(value: int, minimum: int, maximum: int = MAX_COUNT) -> str | None:
+    """What is wrong with a whole number given for a setting, or None when it is within [minimum, maximum]."""
+    if minimum <= value <= maximum:
+        return None
+    return f"must be a whole number from {minimum} to {maximum}, got {value}"
+
+
+def float_problem(value: float, minimum: float, maximum: float = math.inf, *, above: bool = False,
+                  below: bool = False) -> str | None:
+    """What is wrong with a number given for a setting, or None when it is finite and within the bounds
+    (``above``/``below``: the bound itself is excluded). NaN compares false to everything, so it is caught here."""
+    low_ok = value > minimum if above else value >= minimum
+    high_ok = value < maximum if below else value <= maximum
+    if math.isfinite(value) and low_ok and high_ok:
+        return None
+    bounds = [f"{'above' if above else 'at least'} {minimum:g}"]
+    if math.isfinite(maximum):
+        bounds.append(f"{'below' if below else 'at most'} {maximum:g}")
+    return f"must be a finite number {' and '.join(bounds)}, got {value}"
+
+
+def _check(name: str, problem: str | None) -> None:
+    if problem is not None:
+        raise UsageError(f"{name} {problem}")
+
+
+def _whole(name: str, value: int, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    _check(name, int_problem(value, minimum, maximum))
     return value
-
-
-def parse_batch_sizes(text: str) -> tuple[int, ...]:
-    """Parse ``"4,16"`` or ``"1 2 4"`` into positive batch sizes, in the order given."""
-    sizes: list[int] = []
-    for token in text.replace(",", " ").split():
-        try:
-            size = int(token)
-        except ValueError:
-            raise UsageError(f"batch size {token!r} is not a whole number") from None
-        sizes.append(_positive("batch size", size))
-    if not sizes:
-        raise UsageError("no batch sizes given")
-    return tuple(sizes)
 
 
 @dataclass(frozen=True)
@@ -71,8 +95,9 @@ class ModelConfig:
         _choice("framework", self.framework, FRAMEWORKS)
         _choice("precision", self.precision, PRECISIONS)
         _choice("device", self.device, DEVICES)
-        _positive("image size", self.image_size, 32)
-        _positive("number of classes", self.num_classes, 2)
+        _whole("image size", self.image_size, 32, MAX_IMAGE_SIZE)
+        _whole("number of classes", self.num_classes, 2, MAX_NUM_CLASSES)
+        _whole("seed", self.seed, 0, MAX_SEED)
         if self.precision == "fp16" and self.device == "cpu":
             raise UsageError("fp16 needs a GPU; use --precision bf16 or fp32 on the CPU")
 
@@ -87,12 +112,10 @@ class OptimizerConfig:
     label_smoothing: float = 0.0
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.momentum < 1.0:
-            raise UsageError(f"momentum must be in [0, 1), got {self.momentum}")
-        if self.base_learning_rate <= 0:
-            raise UsageError(f"learning rate must be positive, got {self.base_learning_rate}")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise UsageError(f"label smoothing must be in [0, 1), got {self.label_smoothing}")
+        _check("momentum", float_problem(self.momentum, 0.0, 1.0, below=True))
+        _check("learning rate", float_problem(self.base_learning_rate, 0.0, above=True))
+        _check("weight decay", float_problem(self.weight_decay, 0.0))
+        _check("label smoothing", float_problem(self.label_smoothing, 0.0, 1.0, below=True))
 
     def learning_rate(self, global_batch: int) -> float:
         return self.base_learning_rate * global_batch / 256
@@ -109,8 +132,8 @@ class ProfileConfig:
 
     def __post_init__(self) -> None:
         _choice("profiler", self.tool, PROFILERS)
-        _positive("start iteration", self.start_iteration, 0)
-        _positive("profiled iterations", self.iterations)
+        _whole("start iteration", self.start_iteration, 0)
+        _whole("profiled iterations", self.iterations)
 
     @property
     def stop_iteration(self) -> int:
@@ -133,10 +156,10 @@ class BenchConfig:
     profile: ProfileConfig | None = None  # set: run the profiler's window instead of a timed measurement
 
     def __post_init__(self) -> None:
-        _positive("batch size", self.batch_size)
-        _positive("warm-up steps", self.warmup_steps, 0)
-        _positive("timed steps", self.steps)
-        _positive("repeats", self.repeats)
+        _whole("batch size", self.batch_size, 1, MAX_BATCH_SIZE)
+        _whole("warm-up steps", self.warmup_steps, 0)
+        _whole("timed steps", self.steps)
+        _whole("repeats", self.repeats)
 
     @property
     def data_label(self) -> str:
@@ -164,18 +187,19 @@ class TrainConfig:
     log_every: int = 100
 
     def __post_init__(self) -> None:
-        _positive("epochs", self.epochs)
-        _positive("batch size", self.batch_size)
-        _positive("progress interval", self.log_every)
-        _positive("synthetic training examples", self.synthetic_train_examples)
-        _positive("synthetic evaluation examples", self.synthetic_eval_examples)
+        _whole("epochs", self.epochs)
+        _whole("batch size", self.batch_size, 1, MAX_BATCH_SIZE)
+        _whole("progress interval", self.log_every)
+        _whole("synthetic training examples", self.synthetic_train_examples)
+        _whole("synthetic evaluation examples", self.synthetic_eval_examples)
         if self.steps_per_epoch is not None:
-            _positive("steps per epoch", self.steps_per_epoch)
+            _whole("steps per epoch", self.steps_per_epoch)
         if self.eval_steps is not None:
-            _positive("evaluation steps", self.eval_steps)
-        if self.warmup_epochs < 0:
-            raise UsageError(f"warm-up epochs must not be negative, got {self.warmup_epochs}")
-        if list(self.decay_epochs) != sorted(self.decay_epochs):
+            _whole("evaluation steps", self.eval_steps)
+        _check("warm-up epochs", float_problem(self.warmup_epochs, 0.0, MAX_COUNT))
+        for epoch in self.decay_epochs:
+            _whole("decay epoch", epoch, 0)
+        if list(self.decay_epochs) != sorted(set(self.decay_epochs)):
             raise UsageError(f"decay epochs must be increasing, got {self.decay_epochs}")
 
 

@@ -41,8 +41,9 @@ def prepare_data(root: Path) -> Path:
                               val_per_class=VAL_PER_CLASS, odd_cases=True))
     print(f"synthesised {made.images} files ({made.bytes / 1e6:.1f} MB) in {tree}", flush=True)
     summary = convert(ConvertOptions(data_dir=tree, train_shards=2, validation_shards=1), sys.stderr)
-    print(f"converted {summary.converted} images into {summary.shards} shards in {summary.output}; "
-          f"skipped {summary.skipped} odd files (listed in {summary.output / 'skipped.csv'})", flush=True)
+    print(f"converted {summary.written} images into {summary.shards} shards in {summary.output}, "
+          f"{summary.reencoded} of them re-encoded as RGB JPEG; skipped {summary.skipped} files "
+          f"(listed in {summary.output / 'skipped.csv'})", flush=True)
     return summary.output
 
 

@@ -5,6 +5,8 @@ of :data:`WEIGHT_METRICS` the profile has (cycles, else the duration in ns), els
 A launch without a value is left out of that metric's mean; a launch without a weight is left out of all.
 Each core maps to the first metric of its preference list the profile has (:func:`core_candidates`), as the
 names differ by GPU generation. nvprof levels (0 to 10) are weighted by invocations and reported as x 10 %.
+A utilization outside 0-100 %, or a cell that is neither a number nor ncu's ``n/a``, makes the file refused: averaging
+it, or leaving it out as if it were missing, would print a number the profile does not support.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ EQUAL = "equal"
 NVPROF_WEIGHT = "invocations"
 NVPROF_LEVEL_PCT = 10.0  # one nvprof utilization level is 10 % of peak
 NVPROF_NOTE = "nvprof utilization levels (0 to 10) reported as level x 10 %, weighted by invocations"
+PCT_RANGE = (0.0, 100.5)  # a percentage of peak; the half point is slack for values printed rounded
 
 
 def is_utilization(name: str) -> bool:
@@ -193,6 +196,25 @@ def _utilization_values(frame: pd.DataFrame, nvprof: bool) -> pd.DataFrame:
     return frame[[c for c in frame.columns if c != KERNEL and is_utilization(c)]]
 
 
+def _launch(key: object) -> str:
+    return " ".join(str(part) for part in key) if isinstance(key, tuple) else str(key)
+
+
+def check_utilizations(values: pd.DataFrame, unreadable: dict[str, tuple[object, str]]) -> None:
+    """UsageError naming the first metric with an unreadable cell or a value outside PCT_RANGE, and its launch."""
+    for metric in values.columns:
+        if metric in unreadable:
+            key, text = unreadable[metric]
+            raise UsageError(f"{metric}: {text!r} (launch {_launch(key)}) is not a number")
+        column = values[metric].to_numpy(dtype="float64")
+        with np.errstate(invalid="ignore"):
+            outside = ((column < PCT_RANGE[0]) | (column > PCT_RANGE[1])).nonzero()[0]
+        if len(outside):
+            key = values.index[outside[0]]
+            raise UsageError(f"{metric}: {column[outside[0]]:g} % (launch {_launch(key)}) is not a utilization "
+                             f"between 0 and 100 %")
+
+
 def analyze_profile(frame: pd.DataFrame, file: str = "") -> CoreUtilization:
     """Core utilization of a tidy table from :func:`read_profile`; UsageError when there is nothing to average."""
     nvprof = frame.attrs.get("layout") == NVPROF_METRICS
@@ -202,6 +224,7 @@ def analyze_profile(frame: pd.DataFrame, file: str = "") -> CoreUtilization:
     if values.shape[1] == 0:
         wanted = "*_fu_utilization" if nvprof else "*pct_of_peak*"
         raise UsageError(f"none of the utilization metrics ({wanted}) in the table")
+    check_utilizations(values, frame.attrs.get("unreadable", {}))
     if nvprof:
         weight_name, weights = NVPROF_WEIGHT, frame[INVOCATIONS].fillna(0.0).clip(lower=0.0)
         launch_counts = frame[INVOCATIONS].fillna(0.0)

@@ -9,8 +9,10 @@ returns in skipped lines, so a preamble holding either is skipped by starting fr
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
+import io
 import warnings
 import zlib
 from collections.abc import Iterator
@@ -35,6 +37,9 @@ _NCU_PREFIXES = (b'"ID",', b"ID,")
 _NVPROF_PREFIXES = (b'"Device","Kernel","Invocations"', b"Device,Kernel,Invocations")
 _BOM = b"\xef\xbb\xbf"
 _GZIP_MAGIC = b"\x1f\x8b"  # archived profiles (batch_X.csv.gz) are read as they are
+# ncu --csv redirected by Windows PowerShell (`> file`) is UTF-16, usually with a byte-order mark.
+_UTF16_BOMS = {codecs.BOM_UTF16_LE: "utf-16-le", codecs.BOM_UTF16_BE: "utf-16-be"}
+_SNIFF = 4096
 _UNSAFE_TO_SKIP = (b'"', b"\r", b"\x00")
 _WIDE = 32  # tables with more columns than this are read column-selectively (the raw page has hundreds)
 
@@ -47,7 +52,7 @@ class Table:
     line: int  # its line number, from 0
     plain_preamble: bool  # nothing before it that pandas' line skipping would misread
     fields: tuple[str, ...]  # the header's column names
-    compressed: bool = False  # gzip: offsets are in the decompressed stream
+    streamed: bool = False  # gzip or UTF-16: read through open_profile, offsets are in the decoded stream
 
 
 def _header_fields(line: bytes) -> tuple[str, ...]:
@@ -69,18 +74,46 @@ def _classify(line: bytes) -> tuple[str, tuple[str, ...]] | None:
     return (NCU_RAW, fields) if "Kernel Name" in fields or "Process ID" in fields else None
 
 
+def utf16_encoding(head: bytes) -> str | None:
+    """'utf-16-le'/'utf-16-be' when the first bytes are UTF-16 text (by byte-order mark, else by its NUL bytes)."""
+    for bom, encoding in _UTF16_BOMS.items():
+        if head.startswith(bom):
+            return encoding
+    pairs = len(head) // 2
+    if pairs < 2:
+        return None
+    even_nul, odd_nul = head[0:2 * pairs:2].count(0), head[1:2 * pairs:2].count(0)
+    # ASCII text in UTF-16 has a NUL in every other byte; a real CSV has none at all.
+    if odd_nul == pairs and even_nul == 0:
+        return "utf-16-le"
+    if even_nul == pairs and odd_nul == 0:
+        return "utf-16-be"
+    return None
+
+
+def _utf16_as_utf8(handle: BinaryIO, encoding: str) -> BinaryIO:
+    try:
+        text = handle.read().decode(encoding)
+    except UnicodeDecodeError as error:
+        raise UsageError(f"damaged UTF-16 text: {error}") from None
+    return io.BytesIO(text.removeprefix("\ufeff").encode("utf-8"))
+
+
 def open_profile(path: str | Path) -> BinaryIO:
-    """Open for reading, with the OS problem turned into a one-line UsageError."""
+    """Open for reading as UTF-8 bytes (gzip and UTF-16 decoded), with the OS problem as a one-line UsageError."""
     target = Path(path)
     if target.is_dir():
         raise UsageError("is a directory, not a profiler CSV")
     try:
-        handle = target.open("rb")
-        if handle.read(2) != _GZIP_MAGIC:
-            handle.seek(0)
-            return handle
-        handle.close()
-        return gzip.open(target, "rb")  # type: ignore[return-value]
+        with target.open("rb") as raw:
+            head = raw.read(_SNIFF)
+            encoding = utf16_encoding(head)
+            if encoding is not None:
+                raw.seek(0)
+                return _utf16_as_utf8(raw, encoding)
+        if head.startswith(_GZIP_MAGIC):
+            return gzip.open(target, "rb")  # type: ignore[return-value]
+        return target.open("rb")
     except FileNotFoundError:
         raise UsageError("no such file") from None
     except OSError as error:
@@ -105,7 +138,7 @@ def locate_table(path: str | Path) -> Table:
             found = _classify(line[bom:])
             if found is not None:
                 return Table(Path(path), found[0], offset + bom, number, plain, found[1],
-                             isinstance(handle, gzip.GzipFile))
+                             not isinstance(handle, io.BufferedReader))
             seen_any = seen_any or bool(line.strip())
             plain = plain and not any(mark in line for mark in _UNSAFE_TO_SKIP)
             offset += len(line)
@@ -125,7 +158,7 @@ def _read(table: Table, usecols: list[int] | None, skip_units: bool, options: di
 
 
 def _read_from(table: Table, usecols: list[int] | None, skip_units: bool, options: dict[str, Any]) -> pd.DataFrame:
-    if table.plain_preamble and not table.compressed:
+    if table.plain_preamble and not table.streamed:
         skip: int | list[int] = [*range(table.line), table.line + 1] if skip_units else table.line
         return pd.read_csv(table.path, skiprows=skip, usecols=usecols, **options)
     with _gzip_errors(), open_profile(table.path) as handle:
@@ -177,6 +210,15 @@ def as_number(column: pd.Series) -> pd.Series:
         text = column.astype("str").str.replace(",", "", regex=False).str.strip()
         numbers = pd.to_numeric(text, errors="coerce").astype("float64")
     return numbers.where(np.isfinite(numbers.to_numpy()))  # inf is no measurement either
+
+
+def unreadable(column: pd.Series) -> np.ndarray:
+    """True where a cell holds neither a missing-value mark (n/a, empty) nor a finite number: "nan", "1e999"."""
+    present = column.notna().to_numpy(dtype=bool)
+    if is_numeric_dtype(column.dtype) and not is_bool_dtype(column.dtype):
+        return present & np.isinf(column.to_numpy(dtype="float64", na_value=np.nan))
+    marked = column.astype("str").str.strip().isin(NA_VALUES).to_numpy(dtype=bool)
+    return present & ~marked & as_number(column).isna().to_numpy(dtype=bool)
 
 
 def as_text(column: pd.Series) -> pd.Series:

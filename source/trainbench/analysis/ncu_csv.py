@@ -3,8 +3,10 @@
 The result has one row per launch, indexed by the launch key (``Process ID``, ``ID``): ncu numbers launches
 per process, so several processes in one file reuse the same IDs. Columns: ``Kernel Name``, then one float
 column per metric with units normalised (see :mod:`trainbench.analysis.units`; ``attrs["units"]`` names the
-unit of each column). Values that are not numbers (``n/a``, ``(32, 4, 1)``) are NaN, never 0. Everything is
-done on whole columns (factorize, numpy indexing); nothing loops over launches.
+unit of each column). Values that are not numbers (``n/a``, ``(32, 4, 1)``) are NaN, never 0; ``attrs["unreadable"]``
+names, per metric, the first launch whose cell held text that is neither a number nor ncu's ``n/a`` (``nan``,
+``1e999``), so that an analysis can refuse it instead of taking it for a missing value. Everything is done on whole
+columns (factorize, numpy indexing); nothing loops over launches.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from trainbench.analysis.csv_table import (
     line_after_header,
     locate_table,
     read_columns,
+    unreadable,
 )
 from trainbench.analysis.units import normalise_unit
 from trainbench.errors import UsageError
@@ -120,6 +123,12 @@ def read_details(table: Table, keep: MetricFilter | None = None) -> pd.DataFrame
     _, first_of_metric = np.unique(metric_of_row, return_index=True)
     tidy.attrs["units"] = {metrics[metric_of_row[i]]: str(base_units[i]) for i in first_of_metric}
     tidy.attrs["layout"] = NCU_DETAILS
+    values = frame["Metric Value"].iloc[rows]
+    bad = unreadable(values).nonzero()[0]
+    tidy.attrs["unreadable"] = {}
+    for position in bad[np.unique(metric_of_row[bad], return_index=True)[1]]:
+        tidy.attrs["unreadable"][metrics[metric_of_row[position]]] = (
+            index[codes[rows[position]]], str(values.iloc[position]))
     return tidy
 
 
@@ -145,9 +154,15 @@ def read_raw(table: Table, keep: MetricFilter | None = None) -> pd.DataFrame:
     unit_of = dict(zip(table.fields, units_row or [], strict=False))
     factors, base_units = unit_factors(pd.Series([unit_of.get(m, "") for m in metrics], dtype=object))
     grid = np.full((len(index), len(metrics)), np.nan)
+    bad_cells = {}
     for position, metric in enumerate(metrics):  # a loop over columns, each converted whole
-        grid[launches, position] = as_number(frame[metric].iloc[rows]).to_numpy() * factors[position]
+        cells = frame[metric].iloc[rows]
+        grid[launches, position] = as_number(cells).to_numpy() * factors[position]
+        bad = unreadable(cells).nonzero()[0]
+        if len(bad):
+            bad_cells[metric] = (index[launches[bad[0]]], str(cells.iloc[bad[0]]))
     tidy = _tidy(index, kernel_names(frame, codes, len(index)), grid, metrics)
+    tidy.attrs["unreadable"] = bad_cells
     tidy.attrs["units"] = dict(zip(metrics, (str(u) for u in base_units), strict=True))
     tidy.attrs["layout"] = NCU_RAW
     return tidy

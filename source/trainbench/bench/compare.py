@@ -4,13 +4,17 @@ As pyperf's ``compare_to``: a difference is called significant only when the two
 one distribution (two-sided Mann-Whitney U test, no normality assumed). The samples are the windows' own images/s
 when both runs timed at least MIN_WINDOWS windows per batch size (``--repeats``), else the per-step intervals of
 each run's ``steps.csv`` (which are correlated in time, so their test is the weaker one). Throughput is each run's
-images / timed wall time.
+images / timed wall time. A comparison also says which settings of the two runs differ (model, data, GPU, ...),
+since a change measured across different settings is not a change of the code or the machine alone.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from scipy.stats import mannwhitneyu
@@ -19,43 +23,156 @@ from trainbench.errors import UsageError
 
 COLUMNS = ["batch_size", "images_per_sec_a", "images_per_sec_b", "change_pct", "p_value", "significant", "sample"]
 MIN_WINDOWS = 3  # with fewer, Mann-Whitney cannot reach p < 0.1 on windows alone
+# summary.json's header fields that change what is measured; "model" is compared field by field.
+SETTINGS = ("framework", "precision", "image_size", "device", "data", "warmup_steps", "timed_steps",
+            "sync_every_step")
 
 
-def load_run(run_dir: Path) -> tuple[dict, pd.DataFrame]:
-    """(summary, timed steps) of a run folder; a clear UsageError when it is not one."""
+@dataclass(frozen=True)
+class Run:
+    """A throughput run folder as compare reads it."""
+
+    path: Path
+    header: dict[str, Any]  # summary.json without its results
+    results: dict[int, dict[str, Any]]  # by batch size
+    steps: pd.DataFrame  # the timed steps (batch_size, seconds); empty when no batch size succeeded
+    env: dict[str, Any]  # env.json, {} when absent
+
+
+def _bad(path: Path, problem: str) -> UsageError:
+    return UsageError(f"{path}: {problem}")
+
+
+def _read_json(path: Path) -> Any:
     try:
-        summary = json.loads((run_dir / "summary.json").read_text())
-        steps = pd.read_csv(run_dir / "steps.csv")
-        results = summary["results"]
-    except (OSError, ValueError, KeyError) as error:
-        raise UsageError(f"{run_dir}: not a throughput run folder ({type(error).__name__}: {error})") from None
-    return {r["batch_size"]: r for r in results}, steps[steps["phase"] == "timed"]
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise _bad(path, f"not a throughput run's file ({type(error).__name__}: {error})") from None
 
 
-def compare_runs(run_a: Path, run_b: Path, alpha: float = 0.05) -> pd.DataFrame:
+def _number(path: Path, where: str, value: Any, positive: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or \
+            (positive and value <= 0):
+        raise _bad(path, f"{where} is {value!r}, not a {'positive ' if positive else ''}number")
+    return float(value)
+
+
+def _check_result(path: Path, position: int, result: Any) -> dict[str, Any]:
+    """One entry of summary.json's results, its fields of the right types (a clear error otherwise)."""
+    where = f"results[{position}]"
+    if not isinstance(result, dict):
+        raise _bad(path, f"{where} is not an object")
+    batch = result.get("batch_size")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise _bad(path, f"{where}.batch_size is {batch!r}, not a positive whole number")
+    if not isinstance(result.get("status"), str):
+        raise _bad(path, f"{where}.status is {result.get('status')!r}, not a text")
+    if result["status"] == "ok":
+        _number(path, f"{where}.images_per_sec", result.get("images_per_sec"))
+        windows = result.get("window_images_per_sec") or []
+        if not isinstance(windows, list):
+            raise _bad(path, f"{where}.window_images_per_sec is not a list")
+        for index, rate in enumerate(windows):
+            _number(path, f"{where}.window_images_per_sec[{index}]", rate)
+    return result
+
+
+def _read_steps(run_dir: Path, needed: bool) -> pd.DataFrame:
+    path = run_dir / "steps.csv"
+    if not needed and not path.exists():
+        return pd.DataFrame({"batch_size": [], "seconds": []})
+    try:
+        steps = pd.read_csv(path)
+        timed = steps.loc[steps["phase"] == "timed", ["batch_size", "seconds"]]
+        timed = timed.astype({"batch_size": "int64", "seconds": "float64"})
+    except (OSError, ValueError, KeyError, pd.errors.ParserError) as error:
+        raise _bad(path, f"not a throughput run's steps.csv ({type(error).__name__}: {error})") from None
+    if not timed["seconds"].map(math.isfinite).all() or (timed["seconds"] < 0).any():
+        raise _bad(path, "a timed step's seconds is negative or not finite")
+    return timed
+
+
+def load_run(run_dir: Path) -> Run:
+    """A run folder checked for the shape compare relies on; a one-line UsageError naming the file otherwise."""
+    if not run_dir.is_dir():
+        raise _bad(run_dir, "not a throughput run folder (no such folder)")
+    summary_path = run_dir / "summary.json"
+    if not summary_path.exists():
+        raise _bad(run_dir, "not a throughput run folder (no summary.json)")
+    summary = _read_json(summary_path)
+    if not isinstance(summary, dict) or not isinstance(summary.get("results"), list):
+        raise _bad(summary_path, "not a throughput run's summary (no list of results)")
+    results = [_check_result(summary_path, i, r) for i, r in enumerate(summary["results"])]
+    env_path = run_dir / "env.json"
+    env = _read_json(env_path) if env_path.exists() else {}
+    header = {key: value for key, value in summary.items() if key != "results"}
+    any_ok = any(r["status"] == "ok" for r in results)
+    by_batch = {r["batch_size"]: r for r in results}
+    return Run(run_dir, header, by_batch, _read_steps(run_dir, needed=any_ok), env if isinstance(env, dict) else {})
+
+
+def _flat_settings(run: Run) -> dict[str, Any]:
+    settings = {key: run.header.get(key) for key in SETTINGS if key in run.header}
+    model = run.header.get("model")
+    if isinstance(model, dict):
+        settings.update({f"model.{key}": value for key, value in model.items() if key not in SETTINGS})
+    gpu = run.env.get("gpu") if isinstance(run.env.get("gpu"), dict) else {}
+    gpus = [g.get("name") for g in gpu.get("gpus", []) if isinstance(g, dict)]
+    settings["gpus"] = ", ".join(str(name) for name in gpus) or "none"
+    for key in ("driver",):
+        if gpu.get(key) is not None:
+            settings[f"gpu {key}"] = gpu[key]
+    for key in ("cpu_model", "trainbench_version", "python"):
+        if run.env.get(key) is not None:
+            settings[key] = run.env[key]
+    framework = run.env.get("framework")
+    if isinstance(framework, dict):
+        settings.update({f"version of {name}": version for name, version in framework.items()})
+    return settings
+
+
+def setting_differences(run_a: Run, run_b: Run) -> list[tuple[str, Any, Any]]:
+    """(setting, A's value, B's value) for each setting recorded in both runs that differs."""
+    a, b = _flat_settings(run_a), _flat_settings(run_b)
+    return [(key, a[key], b[key]) for key in a if key in b and a[key] != b[key]]
+
+
+def _p_value(a: dict[str, Any], b: dict[str, Any], steps_a: pd.Series, steps_b: pd.Series) -> tuple[float, str]:
+    windows_a, windows_b = a.get("window_images_per_sec") or [], b.get("window_images_per_sec") or []
+    if min(len(windows_a), len(windows_b)) >= MIN_WINDOWS:
+        return float(mannwhitneyu(windows_a, windows_b, alternative="two-sided").pvalue), "windows"
+    if steps_a.empty or steps_b.empty:
+        return math.nan, "steps"  # steps.csv lost rows: no test, never a made-up verdict
+    return float(mannwhitneyu(steps_a, steps_b, alternative="two-sided").pvalue), "steps"
+
+
+def compare_loaded(run_a: Run, run_b: Run, alpha: float = 0.05) -> pd.DataFrame:
     """One row per batch size measured successfully in both runs; change_pct is B's images/s over A's."""
-    results_a, steps_a = load_run(run_a)
-    results_b, steps_b = load_run(run_b)
+    if not 0.0 < alpha < 1.0:  # NaN fails too
+        raise UsageError(f"--alpha must be a probability between 0 and 1 (exclusive), got {alpha}")
     rows = []
-    for batch in sorted(set(results_a) & set(results_b)):
-        a, b = results_a[batch], results_b[batch]
+    for batch in sorted(set(run_a.results) & set(run_b.results)):
+        a, b = run_a.results[batch], run_b.results[batch]
         if a["status"] != "ok" or b["status"] != "ok":
             continue
-        windows_a, windows_b = a.get("window_images_per_sec") or [], b.get("window_images_per_sec") or []
-        if min(len(windows_a), len(windows_b)) >= MIN_WINDOWS:
-            sample, values_a, values_b = "windows", windows_a, windows_b
-        else:
-            sample = "steps"
-            values_a = steps_a.loc[steps_a["batch_size"] == batch, "seconds"]
-            values_b = steps_b.loc[steps_b["batch_size"] == batch, "seconds"]
-        p_value = float(mannwhitneyu(values_a, values_b, alternative="two-sided").pvalue)
+        p_value, sample = _p_value(a, b, run_a.steps.loc[run_a.steps["batch_size"] == batch, "seconds"],
+                                   run_b.steps.loc[run_b.steps["batch_size"] == batch, "seconds"])
         rows.append({
             "batch_size": batch,
             "images_per_sec_a": a["images_per_sec"],
             "images_per_sec_b": b["images_per_sec"],
             "change_pct": 100.0 * (b["images_per_sec"] / a["images_per_sec"] - 1.0),
             "p_value": p_value,
-            "significant": p_value < alpha,
+            "significant": bool(p_value < alpha),
             "sample": sample,
         })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def compare_runs(run_a: Path, run_b: Path, alpha: float = 0.05) -> pd.DataFrame:
+    return compare_loaded(load_run(run_a), load_run(run_b), alpha)
+
+
+def statuses(run: Run) -> str:
+    """'8 ok, 16 oom, ...': what each batch size of a run ended with."""
+    return ", ".join(f"{batch} {result['status']}" for batch, result in sorted(run.results.items())) or "none"

@@ -7,12 +7,16 @@ half-written) and the per-step rows are appended and flushed as each batch size 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from trainbench.data.outputs import write_text_atomic
+from trainbench.errors import UsageError
 
 RESULT_FIELDS: tuple[str, ...] = (
     "batch_size",
@@ -38,16 +42,24 @@ STEP_FIELDS: tuple[str, ...] = ("batch_size", "phase", "step", "seconds")
 
 
 def create_fresh_dir(root: Path, name: str) -> Path:
-    """Make ``root/name``, or ``root/name-1``, ``-2``... when taken; an existing folder is never reused."""
-    root.mkdir(parents=True, exist_ok=True)
-    for attempt in range(1000):
-        path = root / (name if attempt == 0 else f"{name}-{attempt}")
-        try:
-            path.mkdir()  # atomic: fails if someone else has the name
-        except FileExistsError:
-            continue
-        return path
-    raise RuntimeError(f"could not create a new folder {name} under {root}")
+    """Make ``root/name``, or ``root/name-1``, ``-2``... when taken; an existing folder is never reused.
+
+    Every command makes its output folder here: a root that cannot hold it (a file, a path through a file, a
+    read-only mount, no permission) is a UsageError naming the root and the reason, before anything is written."""
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"{root}: not a folder, cannot make a run folder in it")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for attempt in range(1000):
+            path = root / (name if attempt == 0 else f"{name}-{attempt}")
+            try:
+                path.mkdir()  # atomic: fails if someone else has the name
+            except FileExistsError:
+                continue
+            return path
+    except OSError as error:
+        raise UsageError(f"{root}: cannot make a run folder in it: {error.strerror or error}") from None
+    raise UsageError(f"{root}: {name} and its 999 numbered variants are all taken; choose another output folder")
 
 
 def create_run_dir(root: Path, label: str) -> Path:
@@ -61,24 +73,21 @@ def worker_file(run_dir: Path, batch_size: int, suffix: str) -> Path:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def write_csv_atomic(path: Path, fields: Sequence[str], rows: Iterable[dict[str, Any]]) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fieldnames=list(fields), extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(temporary, path)
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(fields), extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(path, text.getvalue())
 
 
 def append_csv(path: Path, fields: Sequence[str], rows: Iterable[dict[str, Any]]) -> None:
     new = not path.exists()
     with open(path, "a", newline="", encoding="utf-8") as out:
-        writer = csv.DictWriter(out, fieldnames=list(fields), extrasaction="ignore")
+        writer = csv.DictWriter(out, fieldnames=list(fields), extrasaction="ignore", lineterminator="\n")
         if new:
             writer.writeheader()
         writer.writerows(rows)

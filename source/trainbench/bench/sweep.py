@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from trainbench.bench.store import ThroughputRun, create_run_dir, worker_file, write_json_atomic
+from trainbench.bench.worker import SWEEP_ENV, sweep_identity
 from trainbench.config import BenchConfig, to_dict
 from trainbench.report.plot import plot_throughput
 from trainbench.report.table import format_table
@@ -45,13 +48,22 @@ def death_result(batch_size: int, returncode: int, log_text: str) -> dict[str, A
     return {"batch_size": batch_size, "status": status, "error": cause + detail}
 
 
+def _signal_group(child: subprocess.Popen[bytes], signum: signal.Signals) -> None:
+    """Signal the child's own session (run_worker starts one): the profiler, the worker and their helpers. Only
+    while the child is unreaped, so the group id cannot belong to anyone else."""
+    if child.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signum)
+
+
 def stop_child(child: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
-    """SIGTERM first: a profiler (ncu, nsys) then stops its target and writes what it has; SIGKILL if it lingers."""
-    child.terminate()
+    """SIGTERM first: a profiler (ncu, nsys) then stops its target and writes what it has; SIGKILL if it lingers.
+    Both go to the whole process group, so a worker under a profiler that was stopped does not run on."""
+    _signal_group(child, signal.SIGTERM)
     try:
         child.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
-        child.kill()
+        _signal_group(child, signal.SIGKILL)
         child.wait()
 
 
@@ -74,14 +86,17 @@ def run_worker(config: BenchConfig, run: ResultStore, timeout_s: float | None = 
     log_path = run.log_path(batch)
     command = [*prefix, sys.executable, "-m", "trainbench.bench.worker", str(config_path), str(result_path)]
     child: subprocess.Popen[bytes] | None = None
+    # The worker watches this process through SWEEP_ENV and ends itself if the sweep dies, even by SIGKILL. Its own
+    # session: stop_child can end the whole group (profiler, worker, helpers); Ctrl-C reaches it through stop_child.
+    env = {**os.environ, SWEEP_ENV: sweep_identity()}
     with open(log_path, "w", encoding="utf-8") as log:
         # Popen sits inside the try: a Ctrl-C that lands while the worker is being started is recorded too.
         try:
-            child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                     start_new_session=True)
             returncode = child.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+            stop_child(child)
             payload = {"result": {"batch_size": batch, "status": "error", "error": f"timed out after {timeout_s} s"}}
             run.add(payload["result"])
             return payload

@@ -2,16 +2,22 @@
 
 A fresh process per configuration keeps GPU memory unfragmented and cuDNN's choices independent, and lets an
 out-of-memory failure or a crash end only this batch size. The parent reads the JSON this writes; if the process
-dies without writing it, the parent records the death from the exit status and the log.
+dies without writing it, the parent records the death from the exit status and the log. If the parent dies, even
+by SIGKILL, the worker ends itself (``exit_with_sweep``): nobody would record its result, and it would hold the GPU.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import select
+import signal
 import sys
+import threading
+import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from trainbench.bench.input_bench import InputBench, is_input_bound, measure_input
 from trainbench.bench.stats import summarize_windows
@@ -21,6 +27,69 @@ from trainbench.config import BenchConfig, bench_config_from_dict
 from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
 from trainbench.telemetry.nvml import gpu_state
+
+SWEEP_ENV = "TRAINBENCH_SWEEP"  # "pid:start:pgid" of the sweep process that started this worker
+EXIT_SWEEP_GONE = 3
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state first), or None when there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()
+
+
+def _start_time(pid: int) -> str | None:
+    """When the process started, in clock ticks after boot: with its pid, it names one process for good."""
+    fields = _proc_stat(pid)
+    return fields[19] if fields else None  # field 22 of proc(5)
+
+
+def sweep_identity() -> str:
+    """This process as SWEEP_ENV names it to the workers it starts."""
+    return f"{os.getpid()}:{_start_time(os.getpid())}:{os.getpgid(0)}"
+
+
+def _sweep_alive(pid: int, start: str) -> bool:
+    fields = _proc_stat(pid)
+    return fields is not None and fields[0] not in ("Z", "X") and fields[19] == start
+
+
+def _sweep_gone(pid: int, group: int) -> NoReturn:
+    os.write(2, f"worker: the sweep that started it (pid {pid}) is gone; stopping\n".encode())
+    if os.getpgid(0) != group:  # a session of our own (see sweep.run_worker): the profiler and helpers go too
+        os.killpg(0, signal.SIGKILL)
+    os._exit(EXIT_SWEEP_GONE)
+
+
+def _watch_sweep(pid: int, start: str, group: int, pidfd: int | None) -> None:
+    if pidfd is not None:
+        select.select([pidfd], [], [])  # readable once the process has ended
+    else:
+        while _sweep_alive(pid, start):
+            time.sleep(1.0)
+    _sweep_gone(pid, group)
+
+
+def exit_with_sweep() -> None:
+    """End this worker when the sweep named by SWEEP_ENV ends (Linux; nothing to do when run by hand). Checked at
+    once, as the sweep may have died before this process started, then watched from a thread."""
+    identity = os.environ.get(SWEEP_ENV)
+    if not identity or not Path("/proc/self/stat").exists():
+        return
+    pid_text, start, group_text = identity.split(":")
+    pid, group = int(pid_text), int(group_text)
+    try:
+        pidfd: int | None = os.pidfd_open(pid)  # opened first: then a start time that matches is that process's
+    except ProcessLookupError:
+        _sweep_gone(pid, group)
+    except (AttributeError, OSError):  # no pidfd_open (old kernel, a container's seccomp): poll /proc instead
+        pidfd = None
+    if not _sweep_alive(pid, start):  # gone, or its pid already reused
+        _sweep_gone(pid, group)
+    threading.Thread(target=_watch_sweep, args=(pid, start, group, pidfd), name="exit-with-sweep", daemon=True).start()
 
 
 def one_line(error: BaseException) -> str:
@@ -82,6 +151,7 @@ def run(config: BenchConfig) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    exit_with_sweep()
     config_path, result_path = (Path(arg) for arg in argv)
     config = bench_config_from_dict(json.loads(config_path.read_text()))
     payload = run(config)

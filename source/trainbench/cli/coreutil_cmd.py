@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from trainbench.analysis.coreutil import CORES, CoreUtilization, analyze_file, summary_frame
+from trainbench.cli.options import path_text, whole_number
 from trainbench.errors import EXIT_USAGE, UsageError
 
 _PREFIX = "trainbench: coreutil"
@@ -27,22 +28,12 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return number
-
-
 def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help="ncu --csv (details or --page raw) or nvprof CSV")
     parser.add_argument("--json", action="store_true", help="one JSON object per file instead of the four lines")
-    parser.add_argument("--per-kernel", type=_positive_int, metavar="N",
+    parser.add_argument("--per-kernel", type=whole_number(1), metavar="N",
                         help="also the N kernels with the largest weight share, with their utilizations")
-    parser.add_argument("--csv", metavar="OUT", help="also write one row per file to the CSV file OUT")
+    parser.add_argument("--csv", type=path_text, metavar="OUT", help="also write one row per file to the CSV file OUT")
 
 
 _DESCRIPTION = "Average FMA, FP16, Tensor Core and SFU utilization of Nsight Compute (or nvprof) CSV profiles."

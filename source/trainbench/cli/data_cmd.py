@@ -8,25 +8,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
+from trainbench.cli.options import path_text, whole_number
 from trainbench.errors import EXIT_USAGE, UsageError
 
 _MB = 1e6
-
-
-def _count(minimum: int, maximum: int = 10**9) -> Callable[[str], int]:
-    """An argparse type: a whole number in [minimum, maximum], refused in words otherwise."""
-    def parse(text: str) -> int:
-        try:
-            number = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if not minimum <= number <= maximum:
-            raise argparse.ArgumentTypeError(f"must be between {minimum} and {maximum:,}: {text!r}")
-        return number
-    return parse
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -48,7 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def _add_workers(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=_count(1, 1024), metavar="N", help="processes (default: all cores)")
+    parser.add_argument("--workers", type=whole_number(1, 1024), metavar="N", help="processes (default: all cores)")
 
 
 def _add_convert(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -56,13 +43,16 @@ def _add_convert(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "convert", help="ImageNet folder -> TFRecord shards",
         description="Convert <data dir>/train/<synset>/* and val/<synset>/* (with boxes from Annotation/) into "
                     "TFRecord shards in the standard ImageNet record schema; resumes an interrupted run.")
-    parser.add_argument("data_dir", metavar="DATA_DIR", help="folder holding train/, val/ and optionally Annotation/")
-    parser.add_argument("--output", metavar="DIR", help="where the shards go (default: DATA_DIR/TFRecords)")
-    parser.add_argument("--train-shards", type=_count(1, 99_999), default=1024, metavar="N", help="default 1024")
-    parser.add_argument("--validation-shards", type=_count(1, 99_999), default=128, metavar="N", help="default 128")
-    parser.add_argument("--synset-names", metavar="FILE",
+    parser.add_argument("data_dir", type=path_text, metavar="DATA_DIR",
+                        help="folder holding train/, val/ and optionally Annotation/")
+    parser.add_argument("--output", type=path_text, metavar="DIR",
+                        help="where the shards go (default: DATA_DIR/TFRecords)")
+    parser.add_argument("--train-shards", type=whole_number(1, 99_999), default=1024, metavar="N", help="default 1024")
+    parser.add_argument("--validation-shards", type=whole_number(1, 99_999), default=128, metavar="N",
+                        help="default 128")
+    parser.add_argument("--synset-names", type=path_text, metavar="FILE",
                         help="'<synset> <text>' lines for image/class/text (e.g. LOC_synset_mapping.txt)")
-    parser.add_argument("--seed", type=_count(0, 2**63), default=12345, help="shuffling seed (default 12345)")
+    parser.add_argument("--seed", type=whole_number(0, 2**63), default=12345, help="shuffling seed (default 12345)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace shards of another conversion found in the output folder")
     _add_workers(parser)
@@ -74,12 +64,15 @@ def _add_valprep(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "valprep", help="sort a flat val/ folder into synset folders",
         description="Move each validation image into <val dir>/<synset>/ by the ground truth: Kaggle's "
                     "LOC_val_solution.csv, or the devkit's ground-truth file with its synset order.")
-    parser.add_argument("val_dir", metavar="VAL_DIR", help="the flat folder of ILSVRC2012_val_*.JPEG files")
+    parser.add_argument("val_dir", type=path_text, metavar="VAL_DIR",
+                        help="the flat folder of ILSVRC2012_val_*.JPEG files")
     truth = parser.add_mutually_exclusive_group(required=True)
-    truth.add_argument("--solution", metavar="CSV", help="LOC_val_solution.csv (ImageId,PredictionString)")
-    truth.add_argument("--ground-truth", metavar="TXT",
+    truth.add_argument("--solution", type=path_text, metavar="CSV",
+                       help="LOC_val_solution.csv (ImageId,PredictionString)")
+    truth.add_argument("--ground-truth", type=path_text, metavar="TXT",
                        help="ILSVRC2012_validation_ground_truth.txt (class numbers) or one synset per line")
-    parser.add_argument("--synset-order", metavar="TXT", help="with --ground-truth numbers: class k's synset on line k")
+    parser.add_argument("--synset-order", type=path_text, metavar="TXT",
+                        help="with --ground-truth numbers: class k's synset on line k")
     parser.set_defaults(run=run_valprep)
 
 
@@ -88,7 +81,7 @@ def _add_verify(commands: argparse._SubParsersAction) -> None:  # type: ignore[t
         "verify", help="read and check every record of a TFRecord folder",
         description="Check every shard: checksums, record schema, labels, JPEGs that decode to their declared "
                     "size, record counts and sha256 against the manifest. Exit 2 if any shard is bad.")
-    parser.add_argument("folder", metavar="TFRECORDS_DIR")
+    parser.add_argument("folder", type=path_text, metavar="TFRECORDS_DIR")
     parser.add_argument("--headers-only", action="store_true",
                         help="check each JPEG's header and end marker instead of decoding it (faster)")
     _add_workers(parser)
@@ -100,17 +93,17 @@ def _add_synth(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "synth", help="write a small generated ImageNet-layout tree of JPEG files",
         description="Write train/<synset>/*.JPEG, val/<synset>/*.JPEG, Annotation/ boxes and "
                     "LOC_synset_mapping.txt: real JPEG files of ImageNet-like sizes, for demos and tests.")
-    parser.add_argument("--output", required=True, metavar="DIR")
-    parser.add_argument("--classes", type=_count(1, 100_000), required=True, metavar="N")
-    parser.add_argument("--train-per-class", type=_count(1), required=True, metavar="K")
-    parser.add_argument("--val-per-class", type=_count(0), default=0, metavar="M")
+    parser.add_argument("--output", required=True, type=path_text, metavar="DIR")
+    parser.add_argument("--classes", type=whole_number(1, 100_000), required=True, metavar="N")
+    parser.add_argument("--train-per-class", type=whole_number(1), required=True, metavar="K")
+    parser.add_argument("--val-per-class", type=whole_number(0), default=0, metavar="M")
     parser.add_argument("--size", type=_size, default=(500, 375), metavar="WxH",
                         help="largest image size; each image is 80-100 %% of it, a third portrait (default 500x375)")
     parser.add_argument("--odd-cases", action="store_true",
                         help="add PNG, RGBA, CMYK, grayscale, truncated, empty and non-image files to one class")
     parser.add_argument("--flat-val", action="store_true",
                         help="val/ unsorted with LOC_val_solution.csv, as Kaggle ships it (for valprep)")
-    parser.add_argument("--seed", type=_count(0, 2**63), default=0)
+    parser.add_argument("--seed", type=whole_number(0, 2**63), default=0)
     _add_workers(parser)
     parser.set_defaults(run=run_synth)
 
@@ -121,6 +114,13 @@ def _workers(args: argparse.Namespace) -> int:
     return args.workers or default_workers()
 
 
+def _say(line: str) -> None:
+    """A summary line on stdout; the bytes of a non-UTF-8 path as \\xNN (a strict UTF-8 stdout refuses them)."""
+    from trainbench.data.outputs import printable
+
+    print(printable(line))
+
+
 def run_convert(args: argparse.Namespace) -> int:
     from trainbench.data.convert import ConvertOptions, convert
 
@@ -129,15 +129,23 @@ def run_convert(args: argparse.Namespace) -> int:
         validation_shards=args.validation_shards, workers=_workers(args), seed=args.seed,
         synset_names=Path(args.synset_names) if args.synset_names else None, overwrite=args.overwrite))
     splits = ", ".join(f"{count:,} {split}" for split, count in summary.records.items())
-    line = (f"converted {sum(summary.records.values()):,} images ({splits}) into {summary.shards} shards in "
+    line = (f"converted {summary.written:,} images ({splits}) into {summary.shards} shards in "
             f"{summary.output}: {summary.seconds:.2f} s, {summary.processed / summary.seconds:,.1f} images/s, "
             f"{summary.input_bytes / _MB / summary.seconds:,.1f} MB/s")
     if summary.resumed:
         line += f"; {summary.resumed} of {summary.shards} shards were already done by an earlier run"
-    line += f"; {summary.converted:,} odd files re-encoded as RGB JPEG"
+    if summary.redone:
+        line += f"; {len(summary.redone)} finished shards were redone ({_reasons(summary.redone)})"
+    line += f"; {summary.reencoded:,} odd files re-encoded as RGB JPEG"
     line += f"; {summary.skipped:,} files skipped (see {summary.output / 'skipped.csv'})"
-    print(line)
+    _say(line)
     return 0
+
+
+def _reasons(redone: dict[str, str], shown: int = 3) -> str:
+    """'train-00003-of-00008: content differs from the manifest's sha256, ...' for the first few shards."""
+    named = [f"{name}: {reason}" for name, reason in sorted(redone.items())[:shown]]
+    return "; ".join(named) + (f"; and {len(redone) - shown} more" if len(redone) > shown else "")
 
 
 def run_valprep(args: argparse.Namespace) -> int:
@@ -151,7 +159,7 @@ def run_valprep(args: argparse.Namespace) -> int:
         truth = valprep.read_devkit_ground_truth(Path(args.ground_truth),
                                                  Path(args.synset_order) if args.synset_order else None)
     summary = valprep.sort_validation(Path(args.val_dir), truth)
-    print(f"moved {summary.moved:,} files into {summary.synsets:,} synset folders in {summary.folder}; "
+    _say(f"moved {summary.moved:,} files into {summary.synsets:,} synset folders in {summary.folder}; "
           f"{summary.unmatched:,} files without ground truth and {summary.conflicts:,} already sorted left in place; "
           f"{summary.missing:,} ground-truth entries without a file")
     return 0
@@ -162,11 +170,11 @@ def run_verify(args: argparse.Namespace) -> int:
 
     report = verify(Path(args.folder), _workers(args), decode=not args.headers_only)
     for problem in report.problems:
-        print(f"trainbench: {problem}", file=sys.stderr)
+        print(f"trainbench: {problem}", file=sys.stderr)  # stderr shows odd bytes as \xNN itself
     if report.problems:
         return EXIT_USAGE
     splits = ", ".join(f"{count:,} {split}" for split, count in report.records.items())
-    print(f"ok: {report.shards} shards in {report.folder}, {sum(report.records.values()):,} records ({splits}), "
+    _say(f"ok: {report.shards} shards in {report.folder}, {sum(report.records.values()):,} records ({splits}), "
           f"labels 1..{report.num_classes}, every image {'a complete JPEG' if args.headers_only else 'decodes'} "
           "at its declared size")
     return 0
@@ -178,6 +186,6 @@ def run_synth(args: argparse.Namespace) -> int:
     summary = synth(SynthOptions(Path(args.output), args.classes, args.train_per_class, args.val_per_class,
                                  size=args.size, seed=args.seed, odd_cases=args.odd_cases, flat_val=args.flat_val,
                                  workers=_workers(args)))
-    print(f"wrote {summary.images:,} images ({summary.bytes / _MB:,.1f} MB) in {summary.output} "
+    _say(f"wrote {summary.images:,} images ({summary.bytes / _MB:,.1f} MB) in {summary.output} "
           f"in {summary.seconds:.1f} s")
     return 0

@@ -6,8 +6,8 @@ import argparse
 import json
 
 from trainbench.bench.input_bench import InputBench, measure_input
-from trainbench.cli.options import existing_data_dir
-from trainbench.config import FRAMEWORKS
+from trainbench.cli.options import NON_NEGATIVE, POSITIVE, SEED, existing_data_dir, path_text, whole_number
+from trainbench.config import FRAMEWORKS, MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_WORKERS
 from trainbench.errors import UsageError
 
 
@@ -19,26 +19,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "PyTorch also an image-folder tree) as training would, without training: images / wall time of the "
         "timed batches, warm-up excluded. The last line printed is the result as JSON.",
     )
-    parser.add_argument("data", metavar="DIR", help="TFRecords folder (train-*) or, for torch, an image-folder tree")
+    parser.add_argument("data", type=path_text, metavar="DIR",
+                        help="TFRecords folder (train-*) or, for torch, an image-folder tree")
     parser.add_argument("--framework", default="torch", help=f"one of {', '.join(FRAMEWORKS)} (default: torch)")
-    parser.add_argument("--batch-size", type=int, default=128, metavar="N", help="images per batch (default 128)")
-    parser.add_argument("--warmup", type=int, default=5, metavar="N", help="untimed batches first (default 5)")
-    parser.add_argument("--steps", type=int, default=20, metavar="N", help="timed batches (default 20)")
-    parser.add_argument("--workers", type=int, metavar="N",
+    parser.add_argument("--batch-size", type=whole_number(1, MAX_BATCH_SIZE), default=128, metavar="N",
+                        help="images per batch (default 128)")
+    parser.add_argument("--warmup", type=NON_NEGATIVE, default=5, metavar="N", help="untimed batches first (default 5)")
+    parser.add_argument("--steps", type=POSITIVE, default=20, metavar="N", help="timed batches (default 20)")
+    parser.add_argument("--workers", type=whole_number(0, MAX_WORKERS), metavar="N",
                         help="torch: DataLoader worker processes; tf: tf.data threads (default: all cores)")
-    parser.add_argument("--image-size", type=int, default=224, metavar="PX", help="square output size (default 224)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--image-size", type=whole_number(32, MAX_IMAGE_SIZE), default=224, metavar="PX",
+                        help="square output size (default 224)")
+    parser.add_argument("--seed", type=SEED, default=0)
     parser.set_defaults(run=run)
 
 
 def bench_from_args(args: argparse.Namespace) -> InputBench:
     if args.framework not in FRAMEWORKS:
         raise UsageError(f"unknown framework {args.framework!r}: choose one of {', '.join(FRAMEWORKS)}")
-    for name, value, minimum in (("batch size", args.batch_size, 1), ("warm-up batches", args.warmup, 0),
-                                 ("timed batches", args.steps, 1), ("image size", args.image_size, 32),
-                                 ("workers", 0 if args.workers is None else args.workers, 0)):
-        if value < minimum:
-            raise UsageError(f"{name} must be at least {minimum}, got {value}")
     return InputBench(args.framework, str(existing_data_dir(args.data)), args.batch_size, args.image_size,
                       args.warmup, args.steps, args.workers, args.seed)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import signal
@@ -33,6 +34,15 @@ def build_parser() -> Parser:
     return parser
 
 
+def parse_command_line(argv: list[str] | None) -> argparse.Namespace:
+    """The parsed options; what nobody recognised is named with its subcommand (argparse leaves that to the
+    top-level parser, which cannot tell whose options were meant)."""
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:
+        raise UsageError(f"{args.command}: unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a batch scheduler's time limit, ``kill``, ``timeout``) handled as a Ctrl-C: results so far are kept."""
 
@@ -50,13 +60,18 @@ def _default_sigterm() -> None:
 os.register_at_fork(after_in_child=_default_sigterm)
 
 
+def one_line(message: str) -> str:
+    """A message on one line whatever it quotes (a path with a newline in it): control characters escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminated)
     try:
-        args = build_parser().parse_args(argv)
+        args = parse_command_line(argv)
         return args.run(args)
     except UsageError as error:
-        print(f"trainbench: {error}", file=sys.stderr)
+        print(f"trainbench: {one_line(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as interruption:
         print("trainbench: interrupted; results written so far are kept", file=sys.stderr)

@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import math
+import re
+from collections.abc import Callable
 from pathlib import Path
 
-from trainbench.config import DEVICES, FRAMEWORKS, PRECISIONS, ModelConfig
+from trainbench.config import (
+    DEVICES,
+    FRAMEWORKS,
+    MAX_COUNT,
+    MAX_IMAGE_SIZE,
+    MAX_NUM_CLASSES,
+    MAX_SEED,
+    PRECISIONS,
+    ModelConfig,
+    float_problem,
+    int_problem,
+)
 from trainbench.data.source import num_classes, open_source, tfrecords_only
 from trainbench.errors import UsageError
 from trainbench.telemetry.nvml import visible_gpu_count
@@ -15,7 +29,98 @@ class Parser(argparse.ArgumentParser):
     """argparse whose errors are UsageErrors: one line on stderr and exit 2, like every other bad input."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        # main() prints "trainbench: " before every UsageError: name only the subcommand ("throughput: ...").
+        command = self.prog.partition(" ")[2]
+        raise UsageError(f"{command}: {message}" if command else message)
+
+
+# --- option types: every number and list is checked where it is parsed, so the error names the option ---------
+# argparse turns an ArgumentTypeError into "argument --steps: <message>".
+
+
+def whole_number(minimum: int, maximum: int = MAX_COUNT) -> Callable[[str], int]:
+    """An argparse type: a whole number in [minimum, maximum]."""
+
+    def parse(text: str) -> int:
+        return _checked_int(text, minimum, maximum)
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def real_number(minimum: float, maximum: float = math.inf, *, above: bool = False,
+                below: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number within the bounds (``above``/``below``: the bound itself excluded)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        problem = float_problem(value, minimum, maximum, above=above, below=below)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def whole_numbers(minimum: int, maximum: int = MAX_COUNT, *,
+                  increasing: bool = False) -> Callable[[str], tuple[int, ...]]:
+    """An argparse type: "4,16" or "1 2 4" as distinct whole numbers in [minimum, maximum], in the order given
+    (which must be increasing where ``increasing``)."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        values = tuple(_checked_int(item, minimum, maximum) for item in _items(text))
+        repeated = sorted({value for value in values if values.count(value) > 1})
+        if repeated:
+            raise argparse.ArgumentTypeError(f"{repeated[0]} is given more than once in {text!r}")
+        if increasing and list(values) != sorted(values):
+            raise argparse.ArgumentTypeError(f"must be increasing, got {text!r}")
+        return values
+
+    parse.__name__ = "list"
+    return parse
+
+
+def names(text: str) -> tuple[str, ...]:
+    """An argparse type: "a,b" as non-empty names."""
+    return _items(text)
+
+
+def path_text(text: str) -> str:
+    """An argparse type: a file or folder path; "" would silently mean the current folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a path is needed, got an empty string")
+    return text
+
+
+def _items(text: str) -> tuple[str, ...]:
+    """Items separated by commas and/or white space; an empty list or an empty item (``4,,8``) is refused."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("at least one value is needed, got an empty string")
+    items = tuple(re.split(r"\s*,\s*|\s+", text.strip()))
+    if "" in items:
+        raise argparse.ArgumentTypeError(f"empty item in {text!r}")
+    return items
+
+
+def _checked_int(text: str, minimum: int, maximum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    problem = int_problem(value, minimum, maximum)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
+SEED = whole_number(0, MAX_SEED)
+POSITIVE = whole_number(1)
+NON_NEGATIVE = whole_number(0)
+TIMEOUT = real_number(0.0, above=True)
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -23,20 +128,21 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--framework", default="torch", help=f"one of {', '.join(FRAMEWORKS)} (default: torch)")
     parser.add_argument("--precision", default="fp32", help=f"one of {', '.join(PRECISIONS)} (default: fp32)")
     parser.add_argument("--device", default="auto", help=f"one of {', '.join(DEVICES)} (default: auto)")
-    parser.add_argument("--image-size", type=int, default=224, metavar="PX", help="square input size (default 224)")
-    parser.add_argument("--num-classes", type=int,
+    parser.add_argument("--image-size", type=whole_number(32, MAX_IMAGE_SIZE), default=224, metavar="PX",
+                        help="square input size (default 224)")
+    parser.add_argument("--num-classes", type=whole_number(2, MAX_NUM_CLASSES),
                         help="classifier outputs (default: the data's classes with --data, else 1000)")
     parser.add_argument("--xla", action="store_true", help="TensorFlow: compile the training step with XLA")
     parser.add_argument("--compile", action="store_true", help="PyTorch: torch.compile the model")
     parser.add_argument("--channels-last", action="store_true", help="PyTorch: NHWC memory layout")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=SEED, default=0)
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
     """Synthetic batches or real TFRecords: the benchmark and the profiler feed the model the same way."""
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--synthetic", action="store_true", help="random batches made on the device (default)")
-    source.add_argument("--data", metavar="DIR", help="TFRecords folder (real input)")
+    source.add_argument("--data", type=path_text, metavar="DIR", help="TFRecords folder (real input)")
 
 
 def resolve_device(requested: str) -> str:

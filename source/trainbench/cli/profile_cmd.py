@@ -5,8 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from trainbench.cli.options import add_input_options, add_model_options, model_config
-from trainbench.cli.throughput import bench_configs
+from trainbench.cli.options import (
+    NON_NEGATIVE,
+    POSITIVE,
+    TIMEOUT,
+    add_input_options,
+    add_model_options,
+    model_config,
+    names,
+    path_text,
+)
+from trainbench.cli.throughput import BATCH_SIZES, bench_configs
 from trainbench.config import PROFILERS, ProfileConfig
 from trainbench.errors import UsageError
 from trainbench.profile.run import EXTERNAL, run_profile
@@ -24,17 +33,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("profiler", help=f"one of {', '.join(PROFILERS)}")
     add_model_options(parser)
-    parser.add_argument("--start-iteration", type=int, default=1, metavar="N",
+    parser.add_argument("--start-iteration", type=NON_NEGATIVE, default=1, metavar="N",
                         help="iterations run before the window (default 1)")
-    parser.add_argument("--iterations", type=int, default=5, metavar="N", help="iterations profiled (default 5)")
-    parser.add_argument("--batch-sizes", help="e.g. 4,16 (default: as trainbench throughput)")
+    parser.add_argument("--iterations", type=POSITIVE, default=5, metavar="N", help="iterations profiled (default 5)")
+    parser.add_argument("--batch-sizes", type=BATCH_SIZES, help="e.g. 4,16 (default: as trainbench throughput)")
     add_input_options(parser)
-    parser.add_argument("--metrics", help="ncu: comma-separated metrics instead of the set chosen for the GPU")
+    parser.add_argument("--metrics", type=names,
+                        help="ncu: comma-separated metrics instead of the set chosen for the GPU")
     parser.add_argument("--clock-control", choices=("base", "none"), default="base",
                         help="ncu: lock the clocks to base while profiling (ncu's default) or leave them be")
-    parser.add_argument("--output", default=".", metavar="DIR", help="where profiled_data_PROFILER is made "
+    parser.add_argument("--output", type=path_text, default=".", metavar="DIR",
+                        help="where profiled_data_PROFILER is made "
                         "(default: here; profiled_data_PROFILER-1, -2... when taken)")
-    parser.add_argument("--timeout", type=float, metavar="S", help="give up on a batch size after S seconds")
+    parser.add_argument("--timeout", type=TIMEOUT, metavar="S", help="give up on a batch size after S seconds")
     parser.set_defaults(run=run, warmup=0, steps=1, sync_every_step=False, repeats=1)
 
 
@@ -43,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.profiler} profiles GPU kernels: drop --device cpu (or use the torch or tf profiler)")
     window = ProfileConfig(tool=args.profiler, start_iteration=args.start_iteration, iterations=args.iterations)
     configs = bench_configs(args, model_config(args))
-    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    metrics = list(args.metrics) if args.metrics else None
     store = run_profile(window, configs, Path(args.output), lambda line: print(line, flush=True), metrics,
                         args.timeout, args.clock_control)
     print(format_fields(store.results, store.fields[:-1]))

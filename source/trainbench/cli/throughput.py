@@ -6,8 +6,20 @@ import argparse
 from pathlib import Path
 
 from trainbench.bench.sweep import measure_throughput
-from trainbench.cli.options import add_input_options, add_model_options, existing_data_dir, model_config
-from trainbench.config import CPU_BATCH_SIZES, GPU_BATCH_SIZES, BenchConfig, ModelConfig, parse_batch_sizes
+from trainbench.cli.options import (
+    NON_NEGATIVE,
+    POSITIVE,
+    TIMEOUT,
+    add_input_options,
+    add_model_options,
+    existing_data_dir,
+    model_config,
+    path_text,
+    whole_numbers,
+)
+from trainbench.config import CPU_BATCH_SIZES, GPU_BATCH_SIZES, MAX_BATCH_SIZE, BenchConfig, ModelConfig
+
+BATCH_SIZES = whole_numbers(1, MAX_BATCH_SIZE)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -18,25 +30,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "The last line printed is the run folder.",
     )
     add_model_options(parser)
-    parser.add_argument("--batch-sizes", help=f"e.g. 4,16 (default: {GPU_BATCH_SIZES} on a GPU, "
-                        f"{CPU_BATCH_SIZES} on the CPU)")
-    parser.add_argument("--warmup", type=int, default=10, metavar="N", help="untimed steps first (default 10)")
-    parser.add_argument("--steps", type=int, default=50, metavar="N", help="timed steps per window (default 50)")
-    parser.add_argument("--repeats", type=int, default=1, metavar="N",
+    parser.add_argument("--batch-sizes", type=BATCH_SIZES, help=f"e.g. 4,16 (default: {GPU_BATCH_SIZES} on a GPU, "
+                        f"{CPU_BATCH_SIZES} on the CPU; at most {MAX_BATCH_SIZE})")
+    parser.add_argument("--warmup", type=NON_NEGATIVE, default=10, metavar="N", help="untimed steps first (default 10)")
+    parser.add_argument("--steps", type=POSITIVE, default=50, metavar="N", help="timed steps per window (default 50)")
+    parser.add_argument("--repeats", type=POSITIVE, default=1, metavar="N",
                         help="timed windows per batch size, back to back after the warm-up: images/s median, min "
                         "and max across them, and `compare` tests them (default 1)")
     add_input_options(parser)
-    parser.add_argument("--output", default="throughput_data", metavar="DIR",
+    parser.add_argument("--output", type=path_text, default="throughput_data", metavar="DIR",
                         help="a new run folder is made inside (default ./throughput_data)")
     parser.add_argument("--sync-every-step", action="store_true",
                         help="wait for the device after every step (exact per-step times, slightly slower)")
-    parser.add_argument("--timeout", type=float, metavar="S", help="give up on a batch size after S seconds")
+    parser.add_argument("--timeout", type=TIMEOUT, metavar="S", help="give up on a batch size after S seconds")
     parser.set_defaults(run=run)
 
 
 def bench_configs(args: argparse.Namespace, model: ModelConfig) -> list[BenchConfig]:
     default = GPU_BATCH_SIZES if model.device == "cuda" else CPU_BATCH_SIZES
-    sizes = parse_batch_sizes(args.batch_sizes) if args.batch_sizes else default
+    sizes = args.batch_sizes or default
     data = existing_data_dir(args.data)
     return [
         BenchConfig(model=model, batch_size=size, warmup_steps=args.warmup, steps=args.steps, data=data,

@@ -1,27 +1,33 @@
 """``trainbench data convert``: an ImageNet folder to TFRecord shards in the standard record schema.
 
-Steps: scan the tree (``imagenet_tree``), fix each shard's content (``shards.plan_shards``), skip the shards a
-previous run of the same plan finished (``shards.Manifest``), write the others in parallel, one shard per task
-(``convert_shard``), and list the skipped files in ``skipped.csv``. Workers report each image to a shared
-counter that drives the progress bar; the parent alone writes the manifest, after each finished shard.
+Steps: scan the tree (``imagenet_tree``), fix each shard's content (``shards.plan_shards``), keep the shards a
+previous run of the same plan finished and that are still intact (``shards.Manifest``), write the others in
+parallel, one shard per task (``convert_shard``), and list the skipped files in ``skipped.csv``. Workers report
+each image to a shared counter that drives the progress bar; the parent alone writes the manifest, after each
+finished shard. The output folder is locked for the run (``outputs.exclusive_folder``): a second conversion into it
+is refused, and every temporary file found there at the start or left by this run's stopped workers is stale and
+removed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import io
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from trainbench.bench.store import write_csv_atomic
 from trainbench.data.bboxes import Box, read_boxes
-from trainbench.data.imagefiles import PreparedImage, SkipImage, prepare_image
+from trainbench.data.imagefiles import SIGNATURE_BYTES, PreparedImage, SkipImage, check_signature, prepare_image
 from trainbench.data.imagenet_tree import ImageTree, Source, scan_tree
-from trainbench.data.parallel import counter, default_workers, run_parallel
+from trainbench.data.outputs import exclusive_folder, printable, temporary_files, write_text_atomic
+from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
 from trainbench.data.records import PARTIAL, image_example, write_shard
-from trainbench.data.shards import FORMAT, Manifest, ShardResult, ShardTask, fingerprint, plan_shards
+from trainbench.data.shards import FORMAT, MANIFEST, Manifest, ShardResult, ShardTask, fingerprint, plan_shards
 from trainbench.errors import UsageError
 
 OUTPUT_FOLDER = "TFRecords"
@@ -49,13 +55,19 @@ class ConvertOptions:
 class ConvertSummary:
     output: Path
     shards: int
-    resumed: int  # shards a previous run had finished
+    resumed: int  # shards a previous run had finished, kept as they were
+    redone: dict[str, str]  # shards a previous run had finished that were written again, with the reason
     records: dict[str, int]  # per split, in all the shards
     processed: int  # files read by this run
-    converted: int
-    skipped: int
+    reencoded: int  # records whose image was re-encoded as an RGB JPEG (PNG, CMYK, ...), in all the shards
+    skipped: int  # files (and tree entries) listed in skipped.csv
     input_bytes: int
     seconds: float
+
+    @property
+    def written(self) -> int:
+        """Records in all the shards: every image converted, re-encoded or stored as it was."""
+        return sum(self.records.values())
 
 
 def convert(options: ConvertOptions, stream: TextIO | None = None) -> ConvertSummary:
@@ -65,31 +77,45 @@ def convert(options: ConvertOptions, stream: TextIO | None = None) -> ConvertSum
     texts = read_synset_names(options.synset_names, tree.synsets)
     tasks = plan_shards(tree, options.train_shards, options.validation_shards, options.seed)
     output = _output_folder(options.output_dir)
-    manifest = Manifest.open(output, _header(tree, tasks, texts, options), (task.name for task in tasks),
-                             options.overwrite)
-    todo = [task for task in tasks if task.name not in manifest.shards]
+    with exclusive_folder(output, "conversion"):
+        remove_temporaries(output)  # the lock is ours: no other run is writing them
+        manifest = Manifest.open(output, _header(tree, tasks, texts, options), (task.name for task in tasks),
+                                 options.overwrite)
+        todo = [task for task in tasks if task.name not in manifest.shards]
+        try:
+            _write_shards(tree, texts, output, manifest, todo, options.workers, stream)
+        finally:
+            remove_temporaries(output)  # of shards a failure or Ctrl-C stopped: their workers are gone
+        entries = [manifest.shards[task.name] for task in tasks]
+        skipped = [*tree.skipped, *((file, reason) for entry in entries for file, reason in entry["skipped"])]
+        _write_skipped(output / SKIPPED_CSV, skipped)
+    return _summary(output, entries, todo, manifest.redone, len(skipped), time.perf_counter() - start)
+
+
+def _write_shards(tree: ImageTree, texts: dict[str, str], output: Path, manifest: Manifest, todo: list[ShardTask],
+                  workers: int, stream: TextIO | None) -> None:
     done = counter()
     total = sum(len(task.sources) for task in todo)
-    with Progress("convert", total, done, stream):
-        for result in run_parallel(convert_shard, todo, options.workers, _init_worker,
-                                   (_Settings(tree.root, output, texts), done)):
-            manifest.record(result)
-    remove_partials(output, manifest.shards)
-    entries = [manifest.shards[task.name] for task in tasks]
-    _write_skipped(output / SKIPPED_CSV, entries)
-    return _summary(output, entries, todo, time.perf_counter() - start)
+    try:
+        with Progress("convert", total, done, stream):
+            for result in run_parallel(convert_shard, todo, workers, _init_worker,
+                                       (_Settings(tree.root, output, texts), done)):
+                manifest.record(result)
+    except WorkerDied as death:
+        raise UsageError(f"{output}: {death}; the {len(manifest.shards)} shards finished are kept: rerun the same "
+                         "command to resume") from None
 
 
-def _summary(output: Path, entries: list[dict], todo: list[ShardTask], seconds: float) -> ConvertSummary:
+def _summary(output: Path, entries: list[dict], todo: list[ShardTask], redone: dict[str, str], skipped: int,
+             seconds: float) -> ConvertSummary:
     """Totals over every shard (this run's and earlier runs'); files and bytes read by this run."""
     records: dict[str, int] = {}
     for entry in entries:
         records[entry["split"]] = records.get(entry["split"], 0) + entry["records"]
     return ConvertSummary(
-        output=output, shards=len(entries), resumed=len(entries) - len(todo), records=records,
-        processed=sum(len(task.sources) for task in todo),
-        converted=sum(entry["converted"] for entry in entries), skipped=sum(len(entry["skipped"]) for entry in entries),
-        input_bytes=sum(source.size for task in todo for source in task.sources), seconds=seconds)
+        output=output, shards=len(entries), resumed=len(entries) - len(todo), redone=redone, records=records,
+        processed=sum(len(task.sources) for task in todo), reencoded=sum(entry["converted"] for entry in entries),
+        skipped=skipped, input_bytes=sum(source.size for task in todo for source in task.sources), seconds=seconds)
 
 
 def read_synset_names(path: Path | None, synsets: tuple[str, ...]) -> dict[str, str]:
@@ -117,12 +143,15 @@ def _output_folder(path: Path) -> Path:
     return path
 
 
-def remove_partials(folder: Path, finished: Iterable[str]) -> None:
-    """Delete the temporary files of finished shards (left by killed runs; a worker orphaned by a killed parent
-    loses its rename, whose content the finished shard already has)."""
-    finished = set(finished)
-    for path in folder.glob(f".*{PARTIAL}*"):
-        if path.name[1:].rpartition(PARTIAL)[0] in finished:
+def remove_temporaries(folder: Path) -> None:
+    """Delete the temporary files of shards and of the manifest and skipped.csv (left by stopped or killed runs).
+
+    Called only while holding the folder's lock: no other run is writing them. (A worker orphaned by a killed
+    parent dies with it, see ``parallel``; one that did not would lose its rename, and the shard is redone.)
+    """
+    stale = [*folder.glob(f".*{PARTIAL}*"), *temporary_files(folder / MANIFEST), *temporary_files(folder / SKIPPED_CSV)]
+    for path in stale:
+        with contextlib.suppress(OSError):
             path.unlink(missing_ok=True)
 
 
@@ -133,12 +162,13 @@ def _header(tree: ImageTree, tasks: list[ShardTask], texts: dict[str, str], opti
                              "validation": options.validation_shards if tree.validation else 0}}
 
 
-def _write_skipped(path: Path, entries: list[dict]) -> None:
-    rows = [{"file": file, "reason": reason} for entry in entries for file, reason in entry["skipped"]]
-    try:
-        write_csv_atomic(path, ("file", "reason"), rows)
-    except OSError as error:
-        raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
+def _write_skipped(path: Path, skipped: list[tuple[str, str]]) -> None:
+    """``file,reason`` rows with LF line ends; the bytes of a non-UTF-8 file name shown as ``\\xNN``."""
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(("file", "reason"))
+    writer.writerows((printable(file), printable(reason)) for file, reason in skipped)
+    write_text_atomic(path, text.getvalue())
 
 
 # --- in the worker processes -------------------------------------------------------------------------------
@@ -180,7 +210,7 @@ class _ShardBuilder:
     def payloads(self, sources: tuple[Source, ...]) -> Iterator[bytes]:
         for source in sources:
             try:
-                image = prepare_image(self._read(source.path))
+                image = prepare_image(self._read_image(source.path))
             except SkipImage as reason:
                 self.skipped.append((source.path, str(reason)))
                 continue
@@ -190,6 +220,16 @@ class _ShardBuilder:
             self.converted += image.conversion is not None
             yield image_example(image, source.path.rsplit("/", 1)[-1], source.label, source.synset,
                                 self.settings.texts[source.synset], self._boxes(source, image))
+
+    def _read_image(self, path: str) -> bytes:
+        """The file's bytes; its head alone when that already shows it is not an image (a huge stray file)."""
+        try:
+            with open(self.settings.root / path, "rb") as file:
+                head = file.read(SIGNATURE_BYTES)
+                check_signature(head)
+                return head + file.read()
+        except OSError as error:
+            raise SkipImage(f"cannot read ({error.strerror or error})") from None
 
     def _read(self, path: str) -> bytes:
         try:

@@ -4,13 +4,18 @@ An ordinary RGB JPEG is stored byte for byte: its size comes from the frame head
 segments, and its completeness from the end-of-image marker, so the pixels are never decoded (nor Pillow called).
 Anything else Pillow can decode (a PNG named ``.JPEG``, with or without alpha, a CMYK or grayscale JPEG, ...) is
 re-encoded as an RGB JPEG. Empty, truncated and non-image files raise ``SkipImage`` with the reason, for
-``skipped.csv``.
+``skipped.csv``. The type is judged first from a file's first bytes (``check_signature``: the magic numbers of the
+formats Pillow reads), so a large non-image is refused after reading its head only. Formats that have no
+signature (TGA, IM, ...) are not accepted: any file could pass for one of them.
 """
 
 from __future__ import annotations
 
+import functools
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
@@ -20,6 +25,8 @@ _SOI, _EOI, _SOS = b"\xff\xd8", b"\xff\xd9", 0xDA
 _STANDALONE_MARKERS = frozenset({0x01, *range(0xD0, 0xD8)})  # TEM, RST0-7: no length field
 _FRAMES = frozenset({*range(0xC0, 0xC4), *range(0xC5, 0xC8), *range(0xC9, 0xCC), *range(0xCD, 0xD0)})  # SOFn
 _ORDINARY_FRAMES = frozenset({0xC0, 0xC1, 0xC2})  # baseline, extended sequential, progressive (Huffman)
+SIGNATURE_BYTES = 16  # the prefix Pillow's format plugins judge a file by
+NOT_AN_IMAGE = "not an image (content not recognised)"
 
 
 class SkipImage(Exception):
@@ -36,8 +43,7 @@ class PreparedImage:
 
 def prepare_image(data: bytes) -> PreparedImage:
     """The record-ready JPEG for a file's bytes, or SkipImage saying why it cannot be used."""
-    if not data:
-        raise SkipImage("empty file")
+    check_signature(data[:SIGNATURE_BYTES])
     header = read_jpeg_header(data)
     if header is not None and header.ordinary:
         if data.rfind(_EOI, header.scan_start) < 0:
@@ -46,11 +52,33 @@ def prepare_image(data: bytes) -> PreparedImage:
     return _reencode(_open_header(data))
 
 
+def check_signature(head: bytes) -> None:
+    """SkipImage unless a file's first bytes (at least SIGNATURE_BYTES of them) start an image format."""
+    if not head:
+        raise SkipImage("empty file")
+    if not (head.startswith(_SOI) or any(_accepts(accept, head) for accept in _signatures().values())):
+        raise SkipImage(NOT_AN_IMAGE)
+
+
+def _accepts(accept: Callable[[bytes], Any], head: bytes) -> bool:
+    try:
+        return bool(accept(head[:SIGNATURE_BYTES]))
+    except Exception:  # noqa: BLE001 -- a plugin's test on a file shorter than it expects: not its format
+        return False
+
+
+@functools.cache
+def _signatures() -> dict[str, Callable[[bytes], Any]]:
+    """Format name -> signature test, for each format Pillow opens that has one."""
+    Image.init()
+    return {name: Image.OPEN[name][1] for name in Image.ID if Image.OPEN[name][1] is not None}
+
+
 def _open_header(data: bytes) -> Image.Image:
     try:
-        return Image.open(io.BytesIO(data))  # lazy: reads the header, not the pixels
+        return Image.open(io.BytesIO(data), formats=list(_signatures()))  # lazy: the header, not the pixels
     except UnidentifiedImageError:
-        raise SkipImage("not an image (content not recognised)") from None
+        raise SkipImage(NOT_AN_IMAGE) from None
     except Exception as error:  # noqa: BLE001 -- Pillow's plugins raise many kinds on corrupt data; skip the file
         raise SkipImage(f"unreadable image header ({error})") from None
 

@@ -63,6 +63,9 @@ class Progress:
             self._draw()
 
     def _draw(self) -> None:
-        line = format_progress(self.label, self.count.value, self.total, time.perf_counter() - self._start)
+        # Read without the counter's lock: a worker killed while holding it (SIGKILL) would block this thread,
+        # and with it the command's exit, forever. A display can do with a value a moment old.
+        done = self.count.get_obj().value  # type: ignore[attr-defined]
+        line = format_progress(self.label, done, self.total, time.perf_counter() - self._start)
         self.stream.write(f"\r{line}")
         self.stream.flush()

@@ -10,6 +10,7 @@ the payload, all little-endian. A shard is written to a temporary name and renam
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -110,7 +111,8 @@ def partial_path(path: Path) -> Path:
 def write_shard(path: Path, payloads: Iterable[bytes]) -> ShardFile:
     """Write every payload as a record of ``path``: under a temporary name, renamed into place when complete.
 
-    A write error is a UsageError naming the file; the temporary file is removed, the shards already done stay.
+    A write error (a full disk) is a UsageError naming the folder; this shard's temporary file is removed, the
+    shards already done stay.
     """
     temporary = partial_path(path)
     digest = hashlib.sha256()
@@ -125,13 +127,20 @@ def write_shard(path: Path, payloads: Iterable[bytes]) -> ShardFile:
                 records += 1
         os.replace(temporary, path)
     except OSError as error:
-        raise UsageError(f"{path}: cannot write the shard ({error.strerror or error})") from None
+        raise UsageError(f"{path.parent}: cannot write {path.name} ({error.strerror or error}); the shards finished "
+                         "so far are kept: rerun the same command to resume") from None
     finally:
-        temporary.unlink(missing_ok=True)  # gone after the rename; removed after a failure
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)  # gone after the rename; removed after a failure
     return ShardFile(records, size, digest.hexdigest())
 
 
 # --- the ImageNet record schema (as tf-models-official's ImageNet reader and the original converter use it) --
+
+
+def _utf8(text: str) -> bytes:
+    """A name as the bytes it was on disk: a non-UTF-8 file name arrives with surrogate escapes (os.fsdecode)."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 def image_example(image: PreparedImage, filename: str, label: int, synset: str, text: str,
@@ -144,10 +153,10 @@ def image_example(image: PreparedImage, filename: str, label: int, synset: str, 
         "image/colorspace": bytes_feature([b"RGB"]),
         "image/channels": int64_feature([3]),
         "image/format": bytes_feature([b"JPEG"]),
-        "image/filename": bytes_feature([filename.encode()]),
+        "image/filename": bytes_feature([_utf8(filename)]),
         "image/class/label": int64_feature([label]),
-        "image/class/synset": bytes_feature([synset.encode()]),
-        "image/class/text": bytes_feature([text.encode()]),
+        "image/class/synset": bytes_feature([_utf8(synset)]),
+        "image/class/text": bytes_feature([_utf8(text)]),
         "image/object/bbox/xmin": float_feature([box.xmin for box in boxes]),
         "image/object/bbox/ymin": float_feature([box.ymin for box in boxes]),
         "image/object/bbox/xmax": float_feature([box.xmax for box in boxes]),

@@ -4,22 +4,25 @@ The plan fixes each shard's content before any work starts: the training and val
 fixed seed and cut into contiguous, nearly equal ranges, so the output is the same whatever the number of worker
 processes and whatever order they finish in. The manifest (``manifest.json``, rewritten atomically after every
 shard) lists each finished shard's record count, size and sha256 with a fingerprint of the plan; a rerun of the
-same plan skips the shards it lists, a different plan is refused rather than mixed with them.
+same plan keeps the shards it lists whose file still has that size and sha256 (the others are redone, with the
+reason), a different plan is refused rather than mixed with them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainbench.bench.store import write_json_atomic
 from trainbench.data.imagenet_tree import ImageTree, Source
+from trainbench.data.outputs import write_text_atomic
 from trainbench.errors import UsageError
 
 MANIFEST = "manifest.json"
@@ -27,6 +30,8 @@ FORMAT = "trainbench-tfrecords/1"
 TRAIN, VALIDATION = "train", "validation"
 SHARD_NAME = re.compile(r"(train|validation)-(\d{5})-of-(\d{5})")  # temporary and hidden files never match
 MAX_SHARDS = 99_999  # five digits in the names
+_ENTRY_TYPES = {"split": str, "records": int, "bytes": int, "sha256": str, "converted": int, "skipped": list}
+_HASH_THREADS = min(8, os.cpu_count() or 1)  # hashlib releases the GIL: threads read and hash shards in parallel
 
 
 @dataclass(frozen=True)
@@ -70,8 +75,9 @@ def fingerprint(tasks: Sequence[ShardTask], texts: dict[str, str]) -> str:
     digest = hashlib.sha256(json.dumps(sorted(texts.items())).encode())
     for task in tasks:
         digest.update(f"{task.name}\n".encode())
-        for source in task.sources:
-            digest.update(f"{source.path}\t{source.size}\t{source.label}\t{source.annotation}\n".encode())
+        for source in task.sources:  # a non-UTF-8 file name is hashed as the bytes it is (surrogate escapes)
+            line = f"{source.path}\t{source.size}\t{source.label}\t{source.annotation}\n"
+            digest.update(line.encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
@@ -83,23 +89,28 @@ def shard_files(folder: Path) -> list[Path]:
 class Manifest:
     """The finished shards of one plan in one output folder."""
 
-    def __init__(self, folder: Path, header: dict[str, Any], shards: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, folder: Path, header: dict[str, Any], shards: dict[str, dict[str, Any]],
+                 redone: dict[str, str] | None = None) -> None:
         self.folder = folder
         self.header = header  # format, fingerprint, num_classes, synsets, seed, shard counts
         self.shards = shards
+        self.redone = redone or {}  # listed shards that must be written again, with the reason
 
     @classmethod
     def open(cls, folder: Path, header: dict[str, Any], planned: Iterable[str], overwrite: bool) -> Manifest:
         """Resume the folder's manifest when it is of the same plan; refuse to mix plans unless ``overwrite``."""
+        planned = set(planned)
         previous = load_manifest(folder)
         if previous is not None and previous.get("fingerprint") == header["fingerprint"]:
-            return cls(folder, header, _finished(folder, previous.get("shards", {})))
+            listed = previous.get("shards")
+            listed = {name: entry for name, entry in listed.items() if name in planned} \
+                if isinstance(listed, dict) else {}
+            return cls(folder, header, *_still_finished(folder, listed))
         existing = shard_files(folder)
         if (previous is not None or existing) and not overwrite:
             what = "a manifest of another conversion" if previous is not None else f"{len(existing)} shards"
             raise UsageError(f"{folder}: holds {what} (other input, shard counts or options); they are kept: pass "
                              "--overwrite to replace them, or choose another --output folder")
-        planned = set(planned)
         for path in existing:
             if path.name not in planned:  # --overwrite: shards of the old plan that the new one will not rewrite
                 path.unlink()
@@ -114,7 +125,8 @@ class Manifest:
         self.save()
 
     def save(self) -> None:
-        write_json_atomic(self.folder / MANIFEST, {**self.header, "shards": dict(sorted(self.shards.items()))})
+        content = {**self.header, "shards": dict(sorted(self.shards.items()))}
+        write_text_atomic(self.folder / MANIFEST, json.dumps(content, indent=2) + "\n")
 
 
 def load_manifest(folder: Path) -> dict[str, Any] | None:
@@ -129,17 +141,39 @@ def load_manifest(folder: Path) -> dict[str, Any] | None:
     return content if isinstance(content, dict) else {}
 
 
-def _finished(folder: Path, shards: Any) -> dict[str, dict[str, Any]]:
-    # A listed shard counts only while its file is there at the listed size (a power cut may lose the data of a
-    # renamed file); the full check of its bytes is 'trainbench data verify'.
-    if not isinstance(shards, dict):
-        return {}
-    return {name: entry for name, entry in shards.items()
-            if isinstance(entry, dict) and _size(folder / name) == entry.get("bytes")}
+def _still_finished(folder: Path, listed: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The listed shards whose file still has the listed size and sha256, and why each other one is redone.
+
+    Every kept shard is read once: a shard altered after it was written (a bad disk, a copy, an edit) is written
+    again instead of being kept.
+    """
+    problems = _in_threads(lambda item: _changed(folder / item[0], item[1]), list(listed.items()))
+    finished = {name: entry for (name, entry), problem in zip(listed.items(), problems, strict=True) if not problem}
+    redone = {name: problem for name, problem in zip(listed, problems, strict=True) if problem}
+    return finished, redone
 
 
-def _size(path: Path) -> int | None:
+def _changed(path: Path, entry: Any) -> str | None:
+    """Why a listed shard cannot be kept; None when its file is the one listed."""
+    if not (isinstance(entry, dict) and all(isinstance(entry.get(key), kind) for key, kind in _ENTRY_TYPES.items())):
+        return "its manifest entry is incomplete"
     try:
-        return path.stat().st_size
-    except OSError:
-        return None
+        size = path.stat().st_size
+        if size != entry["bytes"]:
+            return f"{size} bytes, the manifest lists {entry['bytes']}"
+        with open(path, "rb") as file:
+            digest = hashlib.file_digest(file, "sha256").hexdigest()
+    except FileNotFoundError:
+        return "missing"
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    return None if digest == entry["sha256"] else "content differs from the manifest's sha256"
+
+
+def _in_threads(function: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """``function`` over ``items`` on a few threads; on Ctrl-C the items not started are dropped."""
+    executor = ThreadPoolExecutor(_HASH_THREADS)
+    try:
+        return list(executor.map(function, items))
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)

@@ -11,9 +11,10 @@ and both pipelines find their files through it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,13 +44,31 @@ def _shards(folder: Path, split: str) -> tuple[Path, ...]:
 
 
 def _has_images(folder: Path) -> bool:
-    with os.scandir(folder) as entries:
-        return any(entry.is_file() and entry.name.lower().endswith(IMAGE_EXTENSIONS) for entry in entries)
+    with _scandir(folder) as entries:
+        return any(_is(entry.is_file) and entry.name.lower().endswith(IMAGE_EXTENSIONS) for entry in entries)
 
 
 def _class_folders(root: Path) -> Iterator[os.DirEntry[str]]:
-    with os.scandir(root) as entries:
-        yield from (entry for entry in entries if entry.is_dir())
+    with _scandir(root) as entries:
+        yield from (entry for entry in entries if _is(entry.is_dir))
+
+
+@contextlib.contextmanager
+def _scandir(folder: Path) -> Iterator[Iterator[os.DirEntry[str]]]:
+    try:
+        entries = os.scandir(folder)
+    except OSError as error:
+        raise UsageError(f"{folder}: cannot be read ({error.strerror or error})") from None
+    with entries:
+        yield entries
+
+
+def _is(test: Callable[[], bool]) -> bool:
+    """``entry.is_file`` or ``entry.is_dir``; False for a symbolic link loop, which is neither."""
+    try:
+        return test()
+    except OSError:
+        return False
 
 
 def _is_image_tree(root: Path) -> bool:

@@ -13,6 +13,7 @@ With ``odd_cases``, the first training class also gets the odd files of ``ODD_CA
 from __future__ import annotations
 
 import io
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import TextIO
 import numpy as np
 from PIL import Image, ImageDraw
 
-from trainbench.data.parallel import counter, default_workers, run_parallel
+from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
 from trainbench.errors import UsageError
 
@@ -84,15 +85,18 @@ def synth(options: SynthOptions, stream: TextIO | None = None) -> SynthSummary:
              for index in range(options.classes)]
     done = counter()
     total = options.classes * (options.train_per_class + options.val_per_class) + len(ODD_CASES) * options.odd_cases
-    with Progress("synth", total, done, stream):
-        written = list(run_parallel(_write_class, tasks, options.workers, _init_worker, (done,)))
+    try:
+        with Progress("synth", total, done, stream):
+            written = list(run_parallel(_write_class, tasks, options.workers, _init_worker, (done,)))
+    except WorkerDied as death:
+        raise UsageError(f"{options.output}: {death}; the tree is incomplete: remove it and run again") from None
     _write_text_files(options, tasks, [rows for _, rows in written])
     return SynthSummary(options.output, total, sum(size for size, _ in written), time.perf_counter() - start)
 
 
 def _check_output(output: Path) -> None:
     for split in ("train", "val"):
-        if (output / split).exists():
+        if os.path.lexists(output / split):  # a dangling link too: the workers could not create the folder
             raise UsageError(f"{output / split}: already exists; synth writes a new tree (choose another --output)")
     try:
         output.mkdir(parents=True, exist_ok=True)
@@ -102,10 +106,10 @@ def _check_output(output: Path) -> None:
 
 def _write_text_files(options: SynthOptions, tasks: list[_ClassTask], solutions: list[list[str]]) -> None:
     names = [f"{synset_id(task.index)} synthetic class {task.index + 1}\n" for task in tasks]
-    (options.output / SYNSET_NAMES).write_text("".join(names))
+    _store(options.output / SYNSET_NAMES, "".join(names).encode())
     if options.flat_val:
         rows = sorted(row for rows in solutions for row in rows)
-        (options.output / SOLUTION_CSV).write_text("ImageId,PredictionString\n" + "".join(rows))
+        _store(options.output / SOLUTION_CSV, ("ImageId,PredictionString\n" + "".join(rows)).encode())
 
 
 # --- in the worker processes -------------------------------------------------------------------------------
@@ -123,7 +127,7 @@ def _write_class(task: _ClassTask) -> tuple[int, list[str]]:
     options, synset = task.options, synset_id(task.index)
     colour = tuple(int(c) for c in np.random.default_rng((options.seed, 2, task.index)).integers(0, 256, 3))
     train, val = options.output / "train" / synset, options.output / "val"
-    train.mkdir(parents=True)
+    _make_folder(train)
     size, rows = 0, []
     for k in range(options.train_per_class):
         stem = f"{synset}_{k}"
@@ -134,7 +138,7 @@ def _write_class(task: _ClassTask) -> tuple[int, list[str]]:
         stem = f"ILSVRC2012_val_{number:08d}"
         image, box = _image(np.random.default_rng((options.seed, 4, task.index, k)), options.size, colour)
         folder = val if options.flat_val else val / synset
-        folder.mkdir(parents=True, exist_ok=True)
+        _make_folder(folder)
         size += _save(folder / f"{stem}.JPEG", image)
         rows.append(f"{stem},{synset} {' '.join(map(str, box))}\n")
     if options.odd_cases and task.index == 0:
@@ -163,20 +167,35 @@ def _save(path: Path, image: Image.Image, kind: str = "JPEG", **options: object)
     return _write(path, out.getvalue())
 
 
+def _make_folder(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot create the folder ({error.strerror or error})") from None
+
+
+def _store(path: Path, data: bytes) -> None:
+    """Write a file; an OSError (a full disk) is a UsageError naming its folder."""
+    try:
+        path.write_bytes(data)
+    except OSError as error:
+        raise UsageError(f"{path.parent}: cannot write {path.name} ({error.strerror or error})") from None
+
+
 def _write(path: Path, data: bytes) -> int:
-    path.write_bytes(data)
+    _store(path, data)
     with _done.get_lock():  # type: ignore[attr-defined]
         _done.value += 1  # type: ignore[attr-defined]
     return len(data)
 
 
 def _write_annotation(path: Path, synset: str, size: tuple[int, int], box: tuple[int, int, int, int]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_folder(path.parent)
     corners = "".join(f"<{tag}>{value}</{tag}>" for tag, value in zip(("xmin", "ymin", "xmax", "ymax"), box,
                                                                       strict=True))
-    path.write_text(f"<annotation><filename>{path.stem}</filename><size><width>{size[0]}</width>"
-                    f"<height>{size[1]}</height><depth>3</depth></size><object><name>{synset}</name>"
-                    f"<bndbox>{corners}</bndbox></object></annotation>\n")
+    _store(path, f"<annotation><filename>{path.stem}</filename><size><width>{size[0]}</width>"
+                 f"<height>{size[1]}</height><depth>3</depth></size><object><name>{synset}</name>"
+                 f"<bndbox>{corners}</bndbox></object></annotation>\n".encode())
 
 
 def _write_odd_cases(folder: Path, rng: np.random.Generator, colour: tuple[int, ...]) -> int:

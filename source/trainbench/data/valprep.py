@@ -15,11 +15,12 @@ ground truth does not name stay in place and are counted.
 from __future__ import annotations
 
 import csv
+import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
+from trainbench.data.imagenet_tree import sorted_entries
 from trainbench.errors import UsageError
 
 _DEVKIT_STEM = "ILSVRC2012_val_{:08d}"
@@ -38,8 +39,8 @@ class ValprepSummary:
 def read_solution_csv(path: Path) -> dict[str, str]:
     """Image id (file name without extension) -> synset, from a LOC_val_solution.csv-style file."""
     truth = {}
-    with _open_text(path) as file:
-        rows = csv.reader(file)
+    rows = csv.reader(io.StringIO(_read_text(path), newline=""))
+    try:
         header = next(rows, None)
         if header is None or [cell.strip() for cell in header[:2]] != ["ImageId", "PredictionString"]:
             raise UsageError(f"{path}: not a LOC_val_solution.csv file (its first line must be "
@@ -47,14 +48,15 @@ def read_solution_csv(path: Path) -> dict[str, str]:
         for line, row in enumerate(rows, start=2):
             if len(row) < 2 or not row[1].split():
                 raise UsageError(f"{path}:{line}: expected 'ImageId,<synset> <box> ...', got {','.join(row)!r}")
-            truth[row[0].strip()] = row[1].split()[0]
+            truth[row[0].strip()] = _folder_name(row[1].split()[0], path, line)
+    except csv.Error as error:
+        raise UsageError(f"{path}:{rows.line_num}: not CSV ({error})") from None
     return truth
 
 
 def read_devkit_ground_truth(path: Path, synset_order: Path | None) -> dict[str, str]:
     """Image id -> synset from the devkit's per-line classes (numbers with ``synset_order``, or synsets)."""
-    with _open_text(path) as file:
-        values = [line.strip() for line in file if line.strip()]
+    values = [line.strip() for line in _read_text(path).splitlines() if line.strip()]
     order = _synset_order(synset_order) if synset_order is not None else None
     truth = {}
     for number, value in enumerate(values, start=1):
@@ -62,9 +64,16 @@ def read_devkit_ground_truth(path: Path, synset_order: Path | None) -> dict[str,
     return truth
 
 
+def _folder_name(synset: str, path: Path, line: int) -> str:
+    """A synset becomes a folder name: one that would reach outside the folder ('..', 'a/b') is refused."""
+    if synset in (".", "..") or "/" in synset or "\0" in synset:
+        raise UsageError(f"{path}:{line}: {synset!r} is not a synset (files are moved into a folder of that name)")
+    return synset
+
+
 def _synset_of(value: str, order: list[str] | None, path: Path, line: int) -> str:
     if not value.isdigit():
-        return value  # already a synset
+        return _folder_name(value, path, line)  # already a synset
     if order is None:
         raise UsageError(f"{path}: holds class numbers; give the devkit's synset order with --synset-order FILE "
                          "(one synset per line, line 1 = class 1)")
@@ -74,23 +83,25 @@ def _synset_of(value: str, order: list[str] | None, path: Path, line: int) -> st
 
 
 def _synset_order(path: Path) -> list[str]:
-    with _open_text(path) as file:
-        return [line.split()[0] for line in file if line.strip()]
+    lines = [line for line in _read_text(path).splitlines() if line.strip()]
+    return [_folder_name(line.split()[0], path, number) for number, line in enumerate(lines, start=1)]
 
 
-def _open_text(path: Path) -> TextIO:
+def _read_text(path: Path) -> str:
+    """A ground-truth file's text; unreadable or not UTF-8 (the byte is named) is a UsageError."""
     try:
-        return open(path, encoding="utf-8", newline="")
+        return path.read_bytes().decode("utf-8-sig")  # a byte-order mark (a spreadsheet's export) is dropped
     except OSError as error:
         raise UsageError(f"{path}: cannot be read ({error.strerror or error})") from None
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{path}: not UTF-8 text (byte {error.start}: {error.object[error.start]:#04x})") from None
 
 
 def sort_validation(folder: Path, truth: dict[str, str]) -> ValprepSummary:
     """Move every file named in ``truth`` into ``folder/<synset>/``; refuses when it names none of them."""
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such folder")
-    with os.scandir(folder) as entries:
-        files = sorted((entry for entry in entries if entry.is_file()), key=lambda entry: entry.name)
+    files = [entry for entry in sorted_entries(folder) if _is_file(entry)]
     named = [entry for entry in files if _stem(entry.name) in truth]
     if files and not named:
         raise UsageError(f"{folder}: the ground truth names none of its {len(files)} files "
@@ -98,16 +109,30 @@ def sort_validation(folder: Path, truth: dict[str, str]) -> ValprepSummary:
     moved = conflicts = 0
     for entry in named:
         target = folder / truth[_stem(entry.name)] / entry.name
-        if target.exists():
+        if os.path.lexists(target):  # a dangling link there too: rename would replace it
             conflicts += 1
             continue
         _move(Path(entry.path), target)
         moved += 1
-    synsets = [path for path in folder.iterdir() if path.is_dir()]
-    present = {_stem(path.name) for path in folder.iterdir() if path.is_file()}
-    present |= {_stem(path.name) for synset in synsets for path in synset.iterdir()}
+    synsets = [entry for entry in sorted_entries(folder) if _is_folder(entry)]
+    present = {_stem(entry.name) for entry in sorted_entries(folder) if _is_file(entry)}
+    present |= {_stem(entry.name) for synset in synsets for entry in sorted_entries(Path(synset.path))}
     return ValprepSummary(folder, moved, len(synsets), len(files) - len(named),
                           sum(1 for stem in truth if stem not in present), conflicts)
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:  # a symbolic link loop: not a file to sort, left in place
+        return False
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _move(source: Path, target: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from PIL import Image
 
 from trainbench.data.imagefiles import jpeg_is_complete
-from trainbench.data.parallel import counter, default_workers, run_parallel
+from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
 from trainbench.data.shards import SHARD_NAME, load_manifest, shard_files, shard_name
 from trainbench.data.tfrecord_reader import DataError, Feature, parse_example, read_records
@@ -56,14 +56,20 @@ def verify(folder: Path, workers: int | None = None, decode: bool = True, stream
         raise UsageError(f"{folder}: no TFRecord shards (train-NNNNN-of-NNNNN, validation-NNNNN-of-NNNNN)")
     manifest = load_manifest(folder) or {}
     listed = manifest.get("shards") if isinstance(manifest.get("shards"), dict) else {}
-    synsets = manifest.get("synsets") if isinstance(manifest.get("synsets"), list) else None
+    synsets = manifest.get("synsets")
+    synsets = synsets if isinstance(synsets, list) and all(isinstance(name, str) for name in synsets) else None
     report = VerifyReport(folder, shards=len(files), problems=_missing_shards(folder, files, listed))
-    total = sum(entry.get("records", 0) for entry in listed.values()) if len(listed) == len(files) else None
+    counts = [entry.get("records") for entry in listed.values() if isinstance(entry, dict)]
+    total = sum(counts) if len(counts) == len(files) and all(isinstance(n, int) for n in counts) else None
     done = counter()
     tasks = [(path, len(synsets) if synsets else None, decode) for path in files]
-    with Progress("verify", total, done, stream):
-        checks = sorted(run_parallel(_check_shard, tasks, workers or default_workers(), _init_worker, (done,)),
-                        key=lambda check: check.path.name)
+    try:
+        with Progress("verify", total, done, stream):
+            checks = sorted(run_parallel(_check_shard, tasks, workers or default_workers(), _init_worker, (done,)),
+                            key=lambda check: check.path.name)
+    except WorkerDied as death:
+        raise UsageError(f"{folder}: {death} while verifying; run again (with fewer --workers if memory is short)"
+                         ) from None
     for check in checks:
         split = SHARD_NAME.fullmatch(check.path.name).group(1)  # type: ignore[union-attr]
         report.records[split] = report.records.get(split, 0) + check.records
@@ -122,6 +128,8 @@ def _init_worker(done: object) -> None:
 
 def _check_shard(task: tuple[Path, int | None, bool]) -> ShardCheck:
     path, num_classes, decode = task
+    if not path.is_file():  # a folder, a pipe (reading it would wait forever), a dangling link or a loop
+        return ShardCheck(path, 0, "", {}, f"{path}: not a regular file")
     synset_labels: dict[str, int] = {}
     records = 0
     problem = None
@@ -139,8 +147,12 @@ def _check_shard(task: tuple[Path, int | None, bool]) -> ShardCheck:
 
 
 def _sha256(path: Path) -> str:
-    with open(path, "rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()
+    """The file's sha256; empty when it cannot be read (reading its records has reported why)."""
+    try:
+        with open(path, "rb") as file:
+            return hashlib.file_digest(file, "sha256").hexdigest()
+    except OSError:
+        return ""
 
 
 def _check_record(payload: bytes, num_classes: int | None, decode: bool, synset_labels: dict[str, int]) -> str | None:
@@ -163,7 +175,8 @@ def _check_record(payload: bytes, num_classes: int | None, decode: bool, synset_
 
 def _text(features: dict[str, Feature], key: str) -> str:
     values = features.get(key) or [b""]
-    return values[0].decode(errors="replace") if isinstance(values[0], bytes) else str(values[0])
+    # surrogate escapes, as the converter read a non-UTF-8 synset folder name: the same str as in the manifest
+    return values[0].decode("utf-8", "surrogateescape") if isinstance(values[0], bytes) else str(values[0])
 
 
 def _check_image(features: dict[str, Feature], decode: bool) -> str | None:

@@ -16,14 +16,27 @@ from trainbench.training.schedule import learning_rate
 
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINTS = "checkpoints"
+FAILURES_FILE = "failures.jsonl"  # why a run stopped early (an allocation failure): one line per stop, kept
+
+
+def _append_line(path: Path, row: dict[str, Any]) -> None:
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(row, sort_keys=True) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
 
 
 def append_metrics(run_dir: Path, row: dict[str, Any]) -> None:
     """One JSON line per epoch, flushed to disk so a crash loses at most the epoch in progress."""
-    with open(run_dir / METRICS_FILE, "a", encoding="utf-8") as out:
-        out.write(json.dumps(row, sort_keys=True) + "\n")
-        out.flush()
-        os.fsync(out.fileno())
+    _append_line(run_dir / METRICS_FILE, row)
+
+
+def record_failure(run_dir: Path, failure: dict[str, Any]) -> None:
+    """Why the run stopped, with the epochs it had finished; a resumed run that stops again adds a line."""
+    metrics = run_dir / METRICS_FILE
+    finished = len(metrics.read_text().splitlines()) if metrics.exists() else 0
+    _append_line(run_dir / FAILURES_FILE, {**failure, "epochs_finished": finished,
+                                           "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
 
 
 def _silent(_: str) -> None:

@@ -8,3 +8,8 @@ class UsageError(Exception):
 
 
 EXIT_USAGE = 2
+
+
+def printable_line(text: str) -> str:
+    """``text`` on one line whatever it quotes (a file name with a newline in it): control characters escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 from scipy.stats import mannwhitneyu
 
+from trainbench.config import float_problem
 from trainbench.errors import UsageError
 
 COLUMNS = ["batch_size", "images_per_sec_a", "images_per_sec_b", "change_pct", "p_value", "significant", "sample"]
@@ -149,8 +150,9 @@ def _p_value(a: dict[str, Any], b: dict[str, Any], steps_a: pd.Series, steps_b: 
 
 def compare_loaded(run_a: Run, run_b: Run, alpha: float = 0.05) -> pd.DataFrame:
     """One row per batch size measured successfully in both runs; change_pct is B's images/s over A's."""
-    if not 0.0 < alpha < 1.0:  # NaN fails too
-        raise UsageError(f"--alpha must be a probability between 0 and 1 (exclusive), got {alpha}")
+    problem = float_problem(alpha, 0.0, 1.0, above=True, below=True)
+    if problem is not None:
+        raise UsageError(f"--alpha {problem}")
     rows = []
     for batch in sorted(set(run_a.results) & set(run_b.results)):
         a, b = run_a.results[batch], run_b.results[batch]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from trainbench.analysis.coreutil import CORES, CoreUtilization, analyze_file, summary_frame
 from trainbench.cli.options import path_text, whole_number
-from trainbench.errors import EXIT_USAGE, UsageError
+from trainbench.errors import EXIT_USAGE, UsageError, printable_line
 
 _PREFIX = "trainbench: coreutil"
 
@@ -52,13 +52,8 @@ def build_parser(prog: str = "coreutil") -> argparse.ArgumentParser:
     return parser
 
 
-def _printable(text: str) -> str:
-    # File names and messages must stay on one line, whatever bytes they hold.
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def _error(subject: str, problem: str) -> None:
-    print(f"{_PREFIX}: {_printable(subject)}: {_printable(problem)}", file=sys.stderr)
+    print(f"{_PREFIX}: {printable_line(subject)}: {printable_line(problem)}", file=sys.stderr)
 
 
 def _pct(value: float | None) -> str:
@@ -74,7 +69,7 @@ def format_text(result: CoreUtilization, per_kernel: int | None = None) -> list[
         lines.append("\t".join(["share", "launches", *CORES, "kernel"]))
         for kernel, row in result.per_kernel.head(per_kernel).iterrows():
             cells = [_pct(row["weight_share"]), str(int(row["launches"])), *(_pct(row[c]) for c in CORES)]
-            lines.append("\t".join([*cells, _printable(str(kernel))]))
+            lines.append("\t".join([*cells, printable_line(str(kernel))]))
     return lines
 
 
@@ -114,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             lines = [json.dumps(result.to_json(args.per_kernel), allow_nan=False)]
         else:
-            header = [f"==> {_printable(path)} <=="] if len(args.files) > 1 else []
+            header = [f"==> {printable_line(path)} <=="] if len(args.files) > 1 else []
             lines = header + format_text(result, args.per_kernel)
         sys.stdout.write("".join(line + "\n" for line in lines))
         sys.stdout.flush()
@@ -128,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(build_parser().parse_args(argv))
     except UsageError as error:
-        print(f"trainbench: {_printable(str(error))}", file=sys.stderr)
+        print(f"trainbench: {printable_line(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         # The reader went away (| head): stop quietly, as command-line tools do.

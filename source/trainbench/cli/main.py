@@ -11,7 +11,7 @@ from types import FrameType
 
 from trainbench import __version__
 from trainbench.cli.options import Parser
-from trainbench.errors import EXIT_USAGE, UsageError
+from trainbench.errors import EXIT_USAGE, UsageError, printable_line
 
 # One module per command under trainbench.cli; each has add_parser(subparsers) setting the default ``run``.
 COMMAND_MODULES = (
@@ -60,18 +60,13 @@ def _default_sigterm() -> None:
 os.register_at_fork(after_in_child=_default_sigterm)
 
 
-def one_line(message: str) -> str:
-    """A message on one line whatever it quotes (a path with a newline in it): control characters escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-
-
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminated)
     try:
         args = parse_command_line(argv)
         return args.run(args)
     except UsageError as error:
-        print(f"trainbench: {one_line(str(error))}", file=sys.stderr)
+        print(f"trainbench: {printable_line(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt as interruption:
         print("trainbench: interrupted; results written so far are kept", file=sys.stderr)

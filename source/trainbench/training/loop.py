@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from trainbench.config import TrainConfig
-from trainbench.engines.base import Trainer
 from trainbench.training.schedule import learning_rate
+from trainbench.training.trainer import Trainer
 
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINTS = "checkpoints"

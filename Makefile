@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint lint-shell lock clean-venv image-test
+.PHONY: install demo test test-fast lint lint-shell lock clean-venv image-test
 
 install: $(STAMP)
 
@@ -30,8 +30,14 @@ lint-shell: $(STAMP)
 lint: lint-shell $(STAMP)
 	$(BIN)/ruff check source tests benchmarks Core-Utilization-Analyzer docker
 
+# `make test`: lint, then every test (what CI's .ci/run calls). `make test-fast`: lint, then all but the tests marked
+# slow (end-to-end CLI runs and workers, ResNet-50, training, the adversarial table, real images): every module's
+# cheap tests in a few minutes while editing; run `make test` before handing work over.
 test: lint
 	$(BIN)/python -m pytest -q
+
+test-fast: lint
+	$(BIN)/python -m pytest -q -m "not slow"
 
 # Opt-in: the image built with podman (on a stand-in CUDA base) and run for real; root, several GB of downloads.
 image-test: $(STAMP)

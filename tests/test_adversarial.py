@@ -23,6 +23,7 @@ from PIL import Image
 
 from tests.conftest import REPO, run_cli
 from trainbench.bench.store import ThroughputRun
+from trainbench.results.records import BatchResult
 
 COREUTIL_SCRIPT = ("script", "Core-Utilization-Analyzer/coreutil.py")
 
@@ -44,8 +45,8 @@ def world_files(world: Path) -> None:
     run = world / "run_ok"
     run.mkdir()
     store = ThroughputRun(run, {"framework": "torch", "precision": "fp32", "image_size": 64, "data": "synthetic"})
-    store.add({"batch_size": 4, "status": "ok", "images_per_sec": 40.0, "window_s": 0.5, "timed_steps": 5,
-               "warmup_steps": 1}, step_s=[0.1] * 5)
+    store.add(BatchResult.from_row({"batch_size": 4, "status": "ok", "images_per_sec": 40.0, "window_s": 0.5,
+                                    "timed_steps": 5, "warmup_steps": 1}), step_s=[0.1] * 5)
     for name, summary in (("run_list", [1, 2]), ("run_text_rate", {"results": [
             {"batch_size": 4, "status": "ok", "images_per_sec": "fast"}]})):
         (world / name).mkdir()
@@ -216,6 +217,7 @@ def run_case(case: Case, world: Path) -> subprocess.CompletedProcess[str]:
     return run_cli(*argv, cwd=world, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_bad_input_keeps_the_promise(world: Path, name: str) -> None:
     case = CASES[name]

@@ -14,6 +14,7 @@ from tests.conftest import REPO, assert_one_line_error, run_cli
 MAX_BATCH = "16777216"  # trainbench.config.MAX_BATCH_SIZE
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [

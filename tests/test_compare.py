@@ -11,15 +11,17 @@ import pytest
 from tests.conftest import assert_one_line_error, run_cli
 from trainbench.bench.compare import compare_runs
 from trainbench.bench.store import ThroughputRun
+from trainbench.results.records import BatchResult
 
 
 def write_run(path: Path, batch: int, step_times: np.ndarray) -> Path:
     path.mkdir()
     run = ThroughputRun(path, {"framework": "torch", "precision": "fp32", "image_size": 64, "data": "synthetic"})
     window = float(step_times.sum())
-    run.add({"batch_size": batch, "status": "ok", "images_per_sec": batch * len(step_times) / window,
-             "window_s": window, "timed_steps": len(step_times), "warmup_steps": 0}, step_s=list(step_times))
-    run.add({"batch_size": 4096, "status": "oom", "error": "out of memory"})
+    row = {"batch_size": batch, "status": "ok", "images_per_sec": batch * len(step_times) / window,
+           "window_s": window, "timed_steps": len(step_times), "warmup_steps": 0}
+    run.add(BatchResult.from_row(row), step_s=list(step_times))
+    run.add(BatchResult.from_row({"batch_size": 4096, "status": "oom", "error": "out of memory"}))
     return path
 
 
@@ -43,6 +45,7 @@ def test_noise_alone_is_not_significant(tmp_path: Path) -> None:
     assert row["p_value"] > 0.05 and not bool(row["significant"])
 
 
+@pytest.mark.slow
 def test_cli_prints_a_verdict_and_refuses_a_non_run(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     a = write_run(tmp_path / "a", 4, 0.05 + rng.normal(0, 0.001, 30))
@@ -56,8 +59,8 @@ def test_cli_prints_a_verdict_and_refuses_a_non_run(tmp_path: Path) -> None:
 def write_windows_run(path: Path, batch: int, window_rates: list[float], step_times: np.ndarray) -> Path:
     path.mkdir()
     run = ThroughputRun(path, {"framework": "torch", "precision": "fp32", "image_size": 64, "data": "synthetic"})
-    run.add({"batch_size": batch, "status": "ok", "images_per_sec": float(np.mean(window_rates)),
-             "windows": len(window_rates), "window_images_per_sec": window_rates}, step_s=list(step_times))
+    run.add(BatchResult.from_row({"batch_size": batch, "status": "ok", "images_per_sec": float(np.mean(window_rates)),
+             "windows": len(window_rates), "window_images_per_sec": window_rates}), step_s=list(step_times))
     return path
 
 
@@ -90,6 +93,7 @@ def test_alpha_decides_the_verdict_within_its_range(tmp_path: Path) -> None:
     assert not bool(compare_runs(a, b, alpha=p_value * 0.99).iloc[0]["significant"])
 
 
+@pytest.mark.slow
 def test_differing_settings_are_named_before_the_verdict(tmp_path: Path) -> None:
     rng = np.random.default_rng(6)
     a = write_run(tmp_path / "a", 4, 0.05 + rng.normal(0, 0.001, 20))
@@ -109,6 +113,7 @@ def test_differing_settings_are_named_before_the_verdict(tmp_path: Path) -> None
     assert not any(line.startswith("note:") for line in same.stdout.splitlines())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("summary", "fragment"), [
     ([1, 2, 3], "no list of results"),
     ({"results": "none"}, "no list of results"),
@@ -137,10 +142,10 @@ def test_runs_whose_batch_sizes_all_failed_say_so(tmp_path: Path) -> None:
     failed = tmp_path / "failed"
     failed.mkdir()
     run = ThroughputRun(failed, {"framework": "torch", "precision": "fp32", "image_size": 64, "data": "synthetic"})
-    run.add({"batch_size": 4, "status": "oom", "error": "out of memory"})
-    run.add({"batch_size": 8, "status": "timeout", "error": "no result in 5 s"})
+    run.add(BatchResult.from_row({"batch_size": 4, "status": "oom", "error": "out of memory"}))
+    run.add(BatchResult.from_row({"batch_size": 8, "status": "error", "error": "timed out after 5 s"}))
     assert not (failed / "steps.csv").exists()
     result = run_cli("compare", str(a), str(failed))
     assert result.returncode == 1 and result.stderr == ""
     assert result.stdout.strip() == ("no batch size was measured successfully in both runs "
-                                     "(A: 4 ok, 4096 oom; B: 4 oom, 8 timeout)")
+                                     "(A: 4 ok, 4096 oom; B: 4 oom, 8 error)")

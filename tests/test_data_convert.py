@@ -223,6 +223,7 @@ TENSORFLOW_READ = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_tensorflow_reads_and_decodes_every_record(reference: Path) -> None:
     pytest.importorskip("tensorflow")
     files = [str(path) for path in shard_files(reference)]

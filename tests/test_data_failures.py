@@ -117,6 +117,7 @@ def test_a_finished_shard_changed_afterwards_is_redone(tree: Path, reference: di
            f"{len(reference[grown.name])}; validation-00001-of-00002: missing)" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_worker_killed_by_sigkill_ends_the_run_with_one_line(tree: Path, reference: dict[str, bytes],
                                                                tmp_path: Path) -> None:
     output = tmp_path / "out"
@@ -137,6 +138,7 @@ def test_a_worker_killed_by_sigkill_ends_the_run_with_one_line(tree: Path, refer
     assert f"{len(kept)} of 10 shards were already done" in _rerun_completes(tree, output, reference).stdout
 
 
+@pytest.mark.slow
 def test_ctrl_c_prints_the_parents_one_line_only(tree: Path, reference: dict[str, bytes], tmp_path: Path) -> None:
     output = tmp_path / "out"
     process = _start_slow(tree, output)
@@ -150,6 +152,7 @@ def test_ctrl_c_prints_the_parents_one_line_only(tree: Path, reference: dict[str
     _rerun_completes(tree, output, reference)
 
 
+@pytest.mark.slow
 def test_workers_die_with_a_killed_parent_and_a_rerun_is_not_refused(tree: Path, reference: dict[str, bytes],
                                                                       tmp_path: Path) -> None:
     output = tmp_path / "out"
@@ -163,6 +166,7 @@ def test_workers_die_with_a_killed_parent_and_a_rerun_is_not_refused(tree: Path,
     _rerun_completes(tree, output, reference)
 
 
+@pytest.mark.slow
 def test_a_second_conversion_into_the_same_folder_is_refused(tree: Path, reference: dict[str, bytes],
                                                              tmp_path: Path) -> None:
     output = tmp_path / "out"

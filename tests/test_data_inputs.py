@@ -112,6 +112,7 @@ def test_a_class_folder_holding_only_a_subfolder_is_refused(data: Path) -> None:
                           "subfolders are not searched")
 
 
+@pytest.mark.slow
 def test_non_utf8_names_are_converted_as_the_bytes_they_are(data: Path) -> None:
     raw = os.fsencode(data)
     for split in (b"train", b"val"):

@@ -28,6 +28,7 @@ def _sorted(val: Path) -> dict[str, str]:
     return {path.stem: path.parent.name for path in val.glob("*/*")}
 
 
+@pytest.mark.slow
 def test_solution_csv_sorts_every_file(flat: Path) -> None:
     assert len(list((flat / "val").iterdir())) == 9
     result = run_cli("data", "valprep", str(flat / "val"), "--solution", str(flat / SOLUTION_CSV))

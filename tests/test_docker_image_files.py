@@ -311,6 +311,7 @@ def test_apptainer_definition_applies_to_a_saved_image() -> None:
     assert env_value("XLA_FLAGS") in environment
 
 
+@pytest.mark.slow
 def test_apptainer_test_line_imports_both_frameworks_in_one_process() -> None:
     """The %test python line, run here as it is written there: torch must come before TensorFlow."""
     line = next(line for line in definition_section("%test") if line.startswith("python -c"))
@@ -333,6 +334,7 @@ def check_pins(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_check_pins_reports_versions_and_imports_of_this_environment(tmp_path: Path) -> None:
     constraints = tmp_path / "constraints.txt"
     packaging_version = importlib.metadata.version("packaging")

@@ -26,6 +26,7 @@ def last_line(text: str) -> str:
     return text.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["torch", "tf"])
 def test_throughput_on_real_data_reports_the_input_pipeline(tmp_path: Path, shards: Path, framework: str) -> None:
     result = run_cli("throughput", "--framework", framework, "--data", str(shards), "--batch-sizes", "2", *TINY,
@@ -43,6 +44,7 @@ def test_throughput_on_real_data_reports_the_input_pipeline(tmp_path: Path, shar
     assert float(row["input_images_per_sec"]) == pytest.approx(entry["input_images_per_sec"])
 
 
+@pytest.mark.slow
 def test_synthetic_throughput_leaves_the_input_fields_empty(tmp_path: Path) -> None:
     result = run_cli("throughput", "--framework", "torch", "--batch-sizes", "2", *TINY, "--warmup", "0", "--steps",
                      "1", "--output", str(tmp_path))
@@ -51,6 +53,7 @@ def test_synthetic_throughput_leaves_the_input_fields_empty(tmp_path: Path) -> N
     assert entry["input_images_per_sec"] is None and entry["input_bound"] is None
 
 
+@pytest.mark.slow
 def test_train_one_epoch_on_shards(tmp_path: Path, shards: Path) -> None:
     result = run_cli("train", "--framework", "torch", "--data", str(shards), "--epochs", "1", "--batch-size", "4",
                      *TINY, "--warmup-epochs", "0", "--log-every", "2", "--output", str(tmp_path))
@@ -63,6 +66,7 @@ def test_train_one_epoch_on_shards(tmp_path: Path, shards: Path) -> None:
     assert row["eval_examples"] == 6 and 0 <= row["eval_top1"] <= row["eval_top5"] <= 1
 
 
+@pytest.mark.slow
 def test_train_stops_with_one_line_on_a_corrupt_shard(tmp_path: Path, shards: Path) -> None:
     folder = tmp_path / "shards"
     shutil.copytree(shards, folder)
@@ -74,6 +78,7 @@ def test_train_stops_with_one_line_on_a_corrupt_shard(tmp_path: Path, shards: Pa
     assert list((tmp_path / "out").iterdir())  # the run folder made before training is kept
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["torch", "tf"])
 def test_input_bench(shards: Path, framework: str) -> None:
     result = run_cli("input-bench", str(shards), "--framework", framework, "--batch-size", "4", "--steps", "3",
@@ -85,6 +90,7 @@ def test_input_bench(shards: Path, framework: str) -> None:
     assert f"input pipeline ({framework}, 1 workers, batch 4, {IMAGE_SIZE} px)" in result.stdout
 
 
+@pytest.mark.slow
 def test_input_bench_on_an_image_folder_tree(tmp_path: Path) -> None:
     write_image_folder(tmp_path / "tree", evaluation=False)
     result = run_cli("input-bench", str(tmp_path / "tree"), "--batch-size", "2", "--steps", "2", "--warmup", "1",

@@ -184,6 +184,7 @@ def test_corrupt_shard_in_the_pipeline_is_named(damaged: Path) -> None:
             pass
 
 
+@pytest.mark.slow
 def test_trainer_trains_on_train_shards_and_evaluates_on_validation_shards(shards: Path) -> None:
     model = ModelConfig(framework="tf", image_size=IMAGE_SIZE, num_classes=CLASSES, device="cpu")
     trainer = ENGINE.make_trainer(TrainConfig(model=model, data=str(shards), batch_size=4, epochs=1))

@@ -55,6 +55,7 @@ def take(batches: Iterator[tuple[torch.Tensor, torch.Tensor]], count: int) -> li
     return [next(batches) for _ in range(count)]
 
 
+@pytest.mark.slow
 def test_records_decode_to_the_images_and_labels_written(shards: Path) -> None:
     """The torch side's decoding of each record: the very JPEG bytes TensorFlow wrote, its size and label."""
     for record in plan():
@@ -133,6 +134,7 @@ def test_corrupt_shard_in_a_worker_is_named(shards: Path, tmp_path: Path, damage
         list(torch_pipeline.batches(loader(folder, False, workers=2)))
 
 
+@pytest.mark.slow
 def test_runner_takes_each_step_from_the_pipeline(shards: Path) -> None:
     config = BenchConfig(model=ModelConfig(image_size=IMAGE_SIZE, num_classes=CLASSES, device="cpu"), batch_size=2,
                          data=str(shards))

@@ -102,6 +102,7 @@ def weighted_by_hand(ncu_csv: Path, metric: str) -> float:
 
 # --- ncu ------------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_ncu_script_on_hopper_profiles_the_window_and_summarises_each_batch(tmp_path: Path) -> None:
     env = standin_env(tmp_path, BATCH_SIZES="2 3")
     run_dir = run_folder(run_script(tmp_path, env, "ncu", "1", "2"))
@@ -128,7 +129,7 @@ def test_ncu_script_on_hopper_profiles_the_window_and_summarises_each_batch(tmp_
         assert not any(m.startswith(absent_on_hopper) for m in metrics)
         # The worker comes right after ncu's options.
         worker = argv[argv.index(str(run_dir / f"batch_{batch}.csv")) + 1:]
-        assert worker[:3] == [sys.executable, "-m", "trainbench.bench.worker"]
+        assert worker[:3] == [sys.executable, "-m", "trainbench.profile.worker"]
         assert worker[3] == str(run_dir / "logs" / f"batch_{batch}.config.json")
 
     profile = json.loads((run_dir / "profile.json").read_text())
@@ -166,6 +167,7 @@ def test_ncu_script_on_hopper_profiles_the_window_and_summarises_each_batch(tmp_
     assert_window(second, 2, 1, 1)
 
 
+@pytest.mark.slow
 def test_ncu_on_volta_asks_for_the_fp16_pipe(tmp_path: Path) -> None:
     env = standin_env(tmp_path, gpu=V100)
     run_dir = run_folder(run_cli("profile", "ncu", *TINY, "--batch-sizes", "2", "--iterations", "1",
@@ -180,6 +182,7 @@ def test_ncu_on_volta_asks_for_the_fp16_pipe(tmp_path: Path) -> None:
     assert float(row["fp16"]) == pytest.approx(2.5)  # (0, 5, 10) weighted by (1, 3, 1), times 2/4
 
 
+@pytest.mark.slow
 def test_ncu_drops_a_metric_its_query_does_not_list(tmp_path: Path) -> None:
     gmma = "sm__inst_executed_pipe_tensor_op_gmma" + SUFFIX
     # Some ncu versions leave the weights out of their listing: those are kept all the same.
@@ -198,6 +201,7 @@ def test_ncu_drops_a_metric_its_query_does_not_list(tmp_path: Path) -> None:
     assert float(row["fma"]) == pytest.approx(11.0)  # weighted by the cycles: 22 x 2/4
 
 
+@pytest.mark.slow
 def test_ncu_metrics_option_is_used_as_given(tmp_path: Path) -> None:
     env = standin_env(tmp_path)
     xu = "sm__inst_executed_pipe_xu" + SUFFIX
@@ -214,6 +218,7 @@ def test_ncu_metrics_option_is_used_as_given(tmp_path: Path) -> None:
     assert float(row["sfu"]) == pytest.approx(1.0) and row["sfu_metric"] == xu
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("channel", ["log-file", "stdout"])
 def test_counter_permission_refusal_stops_the_sweep_with_both_fixes(tmp_path: Path, channel: str) -> None:
     # With --log-file ncu writes its ==ERROR== lines there, not to the worker's output.
@@ -265,6 +270,7 @@ def test_nvidia_smi_is_asked_about_the_first_visible_gpu(tmp_path: Path) -> None
 
 # --- nvprof ---------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_nvprof_on_volta_writes_a_profile_and_a_gpu_trace(tmp_path: Path) -> None:
     env = standin_env(tmp_path, gpu=V100)
     run_dir = run_folder(run_cli("profile", "nvprof", *TINY, "--batch-sizes", "2", "--start-iteration", "2",
@@ -289,6 +295,7 @@ def test_nvprof_on_volta_writes_a_profile_and_a_gpu_trace(tmp_path: Path) -> Non
 
 # --- nsys -----------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_nsys_script_exports_and_merges_concurrent_streams(tmp_path: Path) -> None:
     env = standin_env(tmp_path, BATCH_SIZES="2")
     run_dir = run_folder(run_script(tmp_path, env, "nsys", "1", "3"))
@@ -317,6 +324,7 @@ def test_nsys_script_exports_and_merges_concurrent_streams(tmp_path: Path) -> No
     assert_window(run_dir, 2, 1, 3)
 
 
+@pytest.mark.slow
 def test_timeout_ends_the_profiler_and_the_worker_it_runs(tmp_path: Path) -> None:
     """A worker runs under the profiler, not under the CLI: a timeout must end both, not leave the worker running."""
     from tests.test_throughput_e2e import _processes_running

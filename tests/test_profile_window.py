@@ -80,6 +80,7 @@ def profiler_steps(trace: Path) -> list[int]:
     return sorted(int(e["name"].split("#")[1]) for e in events if e.get("name", "").startswith("ProfilerStep#"))
 
 
+@pytest.mark.slow
 def test_torch_profiler_records_exactly_the_asked_iterations(tmp_path: Path) -> None:
     result = run_cli("profile", "torch", *TINY, "--batch-sizes", "2,3", "--start-iteration", "2", "--iterations", "3",
                      "--output", str(tmp_path))
@@ -101,6 +102,7 @@ def test_torch_profiler_records_exactly_the_asked_iterations(tmp_path: Path) -> 
     assert not (run_dir / "summary.png").exists()  # nothing to draw against batch size
 
 
+@pytest.mark.slow
 def test_second_run_gets_a_new_folder(tmp_path: Path) -> None:
     args = ("profile", "torch", *TINY, "--batch-sizes", "2", "--start-iteration", "0", "--iterations", "1",
             "--output", str(tmp_path))
@@ -126,6 +128,7 @@ def xplane_steps(log_dir: Path) -> list[int]:
     return sorted(steps)
 
 
+@pytest.mark.slow
 def test_tf_profiler_through_the_script_traces_exactly_the_window(tmp_path: Path) -> None:
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2", "BATCH_SIZES": "2",
            "OUTPUT": str(tmp_path), "PYTHON": sys.executable, "EXTRA_ARGS": " ".join(TINY)}

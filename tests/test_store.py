@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from trainbench.bench.store import JSON_ONLY_FIELDS, RESULT_FIELDS, ThroughputRun, create_fresh_dir, create_run_dir
+from trainbench.bench.store import JSON_ONLY_FIELDS, RESULT_FIELDS, ThroughputRun
 from trainbench.errors import UsageError
+from trainbench.results.files import create_fresh_dir, create_run_dir
+from trainbench.results.records import FORMAT, BatchResult
 
 
 def test_run_folders_are_never_reused(tmp_path: Path) -> None:
@@ -40,10 +42,10 @@ def test_summary_is_rewritten_complete_after_every_batch_size(tmp_path: Path) ->
     run = ThroughputRun(tmp_path, {"framework": "torch", "precision": "fp32", "image_size": 32, "data": "synthetic"})
     assert json.loads((tmp_path / "summary.json").read_text())["results"] == []
     ok = {"batch_size": 2, "status": "ok", "images_per_sec": 10.0, "timed_steps": 2, "warmup_steps": 1}
-    run.add(ok, warmup_s=[0.5], step_s=[0.1, 0.3])
-    run.add({"batch_size": 4096, "status": "oom", "error": "RuntimeError: can't allocate memory"})
+    run.add(BatchResult.from_row(ok), warmup_s=[0.5], step_s=[0.1, 0.3])
+    run.add(BatchResult.from_row({"batch_size": 4096, "status": "oom", "error": "RuntimeError: can't allocate memory"}))
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["framework"] == "torch"
+    assert summary["framework"] == "torch" and summary["format"] == FORMAT
     assert [r["status"] for r in summary["results"]] == ["ok", "oom"]
     assert set(summary["results"][1]) == set(RESULT_FIELDS + JSON_ONLY_FIELDS)
     with open(tmp_path / "summary.csv", newline="") as rows:

@@ -41,6 +41,7 @@ def check_ok_result(result: dict, steps: list[dict]) -> None:
     assert result["step_time_p10_s"] <= result["step_time_median_s"] <= result["step_time_p90_s"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["torch", "tf"])
 def test_throughput_sweep_writes_a_complete_run(tmp_path: Path, framework: str) -> None:
     result = run_cli("throughput", "--framework", framework, "--batch-sizes", "1,2", *TINY,
@@ -64,6 +65,7 @@ def test_throughput_sweep_writes_a_complete_run(tmp_path: Path, framework: str) 
     assert "gpus" in env["gpu"]
 
 
+@pytest.mark.slow
 def test_absurd_batch_is_recorded_as_oom_and_the_sweep_goes_on(tmp_path: Path) -> None:
     # 10^7 images of 3x224x224 fp32 is 6 TB: a real allocation failure, not a simulated one.
     result = run_cli("throughput", "--framework", "torch", "--batch-sizes", "10000000,2",
@@ -95,6 +97,7 @@ def _worker_of(parent: psutil.Process, batch: int) -> psutil.Process | None:
     return None
 
 
+@pytest.mark.slow
 def test_killed_worker_is_recorded_and_finished_results_survive(tmp_path: Path) -> None:
     """Batch 2 finishes, batch 3's worker is killed mid-window, Ctrl-C arrives during batch 4."""
     command = [sys.executable, "-m", "trainbench", "throughput", "--framework", "torch", "--batch-sizes", "2,3,4",
@@ -144,6 +147,7 @@ def measure_throughput_script(env: dict[str, str], stop_iteration: str) -> subpr
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_measure_throughput_script_maps_stop_iteration_and_environment(tmp_path: Path) -> None:
     result = measure_throughput_script(script_env(tmp_path, BATCH_SIZES="2 3", PRECISION="fp32"), "4")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -155,6 +159,7 @@ def test_measure_throughput_script_maps_stop_iteration_and_environment(tmp_path:
     assert "--synthetic" in env_record["command"]
 
 
+@pytest.mark.slow
 def test_sigterm_keeps_finished_results_and_stops_the_worker(tmp_path: Path) -> None:
     """A batch scheduler's time limit (SIGTERM) is handled like a Ctrl-C: recorded, the worker ended, exit 143."""
     command = [sys.executable, "-m", "trainbench", "throughput", "--framework", "torch", "--batch-sizes", "2,3",
@@ -177,6 +182,7 @@ def test_sigterm_keeps_finished_results_and_stops_the_worker(tmp_path: Path) -> 
     assert [(r["batch_size"], r["status"]) for r in summary["results"]] == [(2, "ok"), (3, "interrupted")]
 
 
+@pytest.mark.slow
 def test_repeats_split_the_timed_iterations_into_windows(tmp_path: Path) -> None:
     """stop_iteration 7 with WARMUP=1 and REPEATS=3: three windows of 2 steps, each its own images/s sample."""
     env = script_env(tmp_path, BATCH_SIZES="2", REPEATS="3")
@@ -208,6 +214,7 @@ def _processes_running(fragment: str) -> list[psutil.Process]:
     return found
 
 
+@pytest.mark.slow
 def test_worker_dies_with_its_sweep_killed_by_sigkill(tmp_path: Path) -> None:
     """kill -9 of the CLI: nobody is left to record the worker's result, so the worker must not run on alone."""
     command = [sys.executable, "-m", "trainbench", "throughput", "--framework", "torch", "--batch-sizes", "2",
@@ -241,6 +248,7 @@ def test_worker_whose_sweep_is_gone_before_it_starts_exits_at_once(tmp_path: Pat
     assert not (tmp_path / "result.json").exists()
 
 
+@pytest.mark.slow
 def test_timeout_is_recorded_and_ends_the_worker(tmp_path: Path) -> None:
     result = run_cli("throughput", "--framework", "torch", "--batch-sizes", "2", *TINY[:6], "--warmup", "1",
                      "--steps", "100000", "--timeout", "2", "--output", str(tmp_path), timeout=300)

@@ -9,6 +9,8 @@ import pytest
 
 from tests.conftest import assert_one_line_error, run_cli
 
+pytestmark = pytest.mark.slow  # every test trains ResNet-50 through the CLI
+
 TINY = ["--device", "cpu", "--image-size", "32", "--num-classes", "4", "--batch-size", "16",
         "--synthetic-train-examples", "64", "--synthetic-eval-examples", "32", "--warmup-epochs", "0",
         "--base-lr", "0.4", "--log-every", "2"]

@@ -1,38 +1,34 @@
 """Typed configurations for the jobs, instead of loose flag dictionaries.
 
-A configuration is validated once, when it is built, so engines and workers can trust it.
+A configuration is validated once, when it is built, so engines and workers can trust it. Each default and each
+list of names is written once, here: the command line takes its defaults from these dataclasses (``field_default``)
+and its bounds checks from ``int_problem`` and ``float_problem``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
+import numbers
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from trainbench.errors import UsageError
+from trainbench.results.records import unstamped
 
 Framework = Literal["tf", "torch"]
 Precision = Literal["fp32", "fp16", "bf16"]
 Device = Literal["auto", "cpu", "cuda"]
+Profiler = Literal["ncu", "nsys", "nvprof", "torch", "tf"]
 
-FRAMEWORKS: tuple[str, ...] = ("tf", "torch")
-PRECISIONS: tuple[str, ...] = ("fp32", "fp16", "bf16")
-DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
-PROFILERS: tuple[str, ...] = ("ncu", "nsys", "nvprof", "torch", "tf")
+FRAMEWORKS: tuple[Framework, ...] = get_args(Framework)
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+DEVICES: tuple[Device, ...] = get_args(Device)
+PROFILERS: tuple[Profiler, ...] = get_args(Profiler)
 
 # The original suite's sweep on a GPU; the CPU default is short so a laptop finishes in minutes.
 GPU_BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 96, 128)
 CPU_BATCH_SIZES: tuple[int, ...] = (1, 2, 4)
-
-
-def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise UsageError(f"unknown {name} {value!r}: choose one of {', '.join(allowed)}")
-    return value
-
 
 # Upper bounds: far beyond any real run, low enough that a typo fails at once with one line instead of looping for
 # hours or overflowing a framework's integer shapes.
@@ -46,58 +42,82 @@ MAX_SEED = 2**32 - 1  # numpy's and TensorFlow's seeds are unsigned 32-bit
 MAX_WORKERS = 1024  # input pipeline processes or threads
 
 
-def int_problem(value: int, minimum: int, maximum: int = MAX_COUNT) -> str | None:
-    """What is wrong with a whole number given for a setting, or None when it is within [minimum, maximum]."""
-    if minimum <= value <= maximum:
+# --- checks: the one bounds check per kind of number, for the dataclasses below and the command line's types ------
+
+
+def int_problem(value: Any, minimum: int = 1, maximum: int = MAX_COUNT) -> str | None:
+    """What is wrong with a whole number given for a setting, or None when it is one within [minimum, maximum].
+
+    Anything but an integer (a float, a string or a bool from a hand-edited JSON file) is a problem too."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and minimum <= value <= maximum:
         return None
-    return f"must be a whole number from {minimum} to {maximum}, got {value}"
+    return f"must be a whole number from {minimum} to {maximum}, got {value!r}"
 
 
-def float_problem(value: float, minimum: float, maximum: float = math.inf, *, above: bool = False,
+def float_problem(value: Any, minimum: float, maximum: float = math.inf, *, above: bool = False,
                   below: bool = False) -> str | None:
     """What is wrong with a number given for a setting, or None when it is finite and within the bounds
     (``above``/``below``: the bound itself is excluded). NaN compares false to everything, so it is caught here."""
-    low_ok = value > minimum if above else value >= minimum
-    high_ok = value < maximum if below else value <= maximum
-    if math.isfinite(value) and low_ok and high_ok:
-        return None
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
+        low_ok = value > minimum if above else value >= minimum
+        high_ok = value < maximum if below else value <= maximum
+        if low_ok and high_ok:
+            return None
     bounds = [f"{'above' if above else 'at least'} {minimum:g}"]
     if math.isfinite(maximum):
         bounds.append(f"{'below' if below else 'at most'} {maximum:g}")
-    return f"must be a finite number {' and '.join(bounds)}, got {value}"
+    return f"must be a finite number {' and '.join(bounds)}, got {value!r}"
 
 
-def _check(name: str, problem: str | None) -> None:
+def check(name: str, problem: str | None) -> None:
+    """Raise the problem as a UsageError naming the setting ("batch size must be ...")."""
     if problem is not None:
         raise UsageError(f"{name} {problem}")
 
 
-def _whole(name: str, value: int, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
-    _check(name, int_problem(value, minimum, maximum))
-    return value
+def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    """An unknown name is a UsageError: "unknown framework 'mxnet': choose one of tf, torch"."""
+    if not (isinstance(value, str) and value in allowed):
+        raise UsageError(f"unknown {name} {value!r}: choose one of {', '.join(allowed)}")
+
+
+def field_default(config_class: type, name: str) -> Any:
+    """The default of a configuration's field, for a command-line option's ``default=`` and its help text."""
+    for item in dataclasses.fields(config_class):
+        if item.name != name:
+            continue
+        if item.default is not dataclasses.MISSING:
+            return item.default
+        if item.default_factory is not dataclasses.MISSING:
+            return item.default_factory()
+        break
+    raise LookupError(f"{config_class.__name__}.{name} has no default")  # a programming error, not bad input
+
+
+# --- the configurations ----------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ModelConfig:
     """What is trained and how: shared by the throughput benchmark and end-to-end training."""
 
-    framework: str = "torch"
-    precision: str = "fp32"
+    framework: Framework = "torch"
+    precision: Precision = "fp32"
     image_size: int = 224
     num_classes: int = 1000
-    device: str = "auto"
+    device: Device = "auto"
     xla: bool = False  # TensorFlow: jit_compile the training step
     compile: bool = False  # PyTorch: torch.compile the model
     channels_last: bool = False  # PyTorch: NHWC memory layout
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _choice("framework", self.framework, FRAMEWORKS)
-        _choice("precision", self.precision, PRECISIONS)
-        _choice("device", self.device, DEVICES)
-        _whole("image size", self.image_size, 32, MAX_IMAGE_SIZE)
-        _whole("number of classes", self.num_classes, 2, MAX_NUM_CLASSES)
-        _whole("seed", self.seed, 0, MAX_SEED)
+        check_choice("framework", self.framework, FRAMEWORKS)
+        check_choice("precision", self.precision, PRECISIONS)
+        check_choice("device", self.device, DEVICES)
+        check("image size", int_problem(self.image_size, 32, MAX_IMAGE_SIZE))
+        check("number of classes", int_problem(self.num_classes, 2, MAX_NUM_CLASSES))
+        check("seed", int_problem(self.seed, 0, MAX_SEED))
         if self.precision == "fp16" and self.device == "cpu":
             raise UsageError("fp16 needs a GPU; use --precision bf16 or fp32 on the CPU")
 
@@ -112,10 +132,10 @@ class OptimizerConfig:
     label_smoothing: float = 0.0
 
     def __post_init__(self) -> None:
-        _check("momentum", float_problem(self.momentum, 0.0, 1.0, below=True))
-        _check("learning rate", float_problem(self.base_learning_rate, 0.0, above=True))
-        _check("weight decay", float_problem(self.weight_decay, 0.0))
-        _check("label smoothing", float_problem(self.label_smoothing, 0.0, 1.0, below=True))
+        check("momentum", float_problem(self.momentum, 0.0, 1.0, below=True))
+        check("learning rate", float_problem(self.base_learning_rate, 0.0, above=True))
+        check("weight decay", float_problem(self.weight_decay, 0.0))
+        check("label smoothing", float_problem(self.label_smoothing, 0.0, 1.0, below=True))
 
     def learning_rate(self, global_batch: int) -> float:
         return self.base_learning_rate * global_batch / 256
@@ -125,15 +145,15 @@ class OptimizerConfig:
 class ProfileConfig:
     """Which profiler covers which iterations: exactly [start_iteration, start_iteration + iterations)."""
 
-    tool: str
+    tool: Profiler
     start_iteration: int = 1  # iterations before it run unprofiled (cuDNN autotuning, allocator warm-up)
     iterations: int = 5
     trace_dir: str | None = None  # torch / tf: where the framework profiler writes its trace
 
     def __post_init__(self) -> None:
-        _choice("profiler", self.tool, PROFILERS)
-        _whole("start iteration", self.start_iteration, 0)
-        _whole("profiled iterations", self.iterations)
+        check_choice("profiler", self.tool, PROFILERS)
+        check("start iteration", int_problem(self.start_iteration, 0))
+        check("profiled iterations", int_problem(self.iterations))
 
     @property
     def stop_iteration(self) -> int:
@@ -156,10 +176,10 @@ class BenchConfig:
     profile: ProfileConfig | None = None  # set: run the profiler's window instead of a timed measurement
 
     def __post_init__(self) -> None:
-        _whole("batch size", self.batch_size, 1, MAX_BATCH_SIZE)
-        _whole("warm-up steps", self.warmup_steps, 0)
-        _whole("timed steps", self.steps)
-        _whole("repeats", self.repeats)
+        check("batch size", int_problem(self.batch_size, 1, MAX_BATCH_SIZE))
+        check("warm-up steps", int_problem(self.warmup_steps, 0))
+        check("timed steps", int_problem(self.steps))
+        check("repeats", int_problem(self.repeats))
 
     @property
     def data_label(self) -> str:
@@ -187,34 +207,73 @@ class TrainConfig:
     log_every: int = 100
 
     def __post_init__(self) -> None:
-        _whole("epochs", self.epochs)
-        _whole("batch size", self.batch_size, 1, MAX_BATCH_SIZE)
-        _whole("progress interval", self.log_every)
-        _whole("synthetic training examples", self.synthetic_train_examples)
-        _whole("synthetic evaluation examples", self.synthetic_eval_examples)
+        check("epochs", int_problem(self.epochs))
+        check("batch size", int_problem(self.batch_size, 1, MAX_BATCH_SIZE))
+        check("progress interval", int_problem(self.log_every))
+        check("synthetic training examples", int_problem(self.synthetic_train_examples))
+        check("synthetic evaluation examples", int_problem(self.synthetic_eval_examples))
         if self.steps_per_epoch is not None:
-            _whole("steps per epoch", self.steps_per_epoch)
+            check("steps per epoch", int_problem(self.steps_per_epoch))
         if self.eval_steps is not None:
-            _whole("evaluation steps", self.eval_steps)
-        _check("warm-up epochs", float_problem(self.warmup_epochs, 0.0, MAX_COUNT))
+            check("evaluation steps", int_problem(self.eval_steps))
+        check("warm-up epochs", float_problem(self.warmup_epochs, 0.0, MAX_COUNT))
         for epoch in self.decay_epochs:
-            _whole("decay epoch", epoch, 0)
+            check("decay epoch", int_problem(epoch, 0))
         if list(self.decay_epochs) != sorted(set(self.decay_epochs)):
             raise UsageError(f"decay epochs must be increasing, got {self.decay_epochs}")
+
+
+# --- to and from JSON ------------------------------------------------------------------------------------------
 
 
 def to_dict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
 
 
-def bench_config_from_dict(raw: dict[str, Any]) -> BenchConfig:
-    raw = dict(raw)
-    raw["model"] = ModelConfig(**raw["model"])
-    raw["optimizer"] = OptimizerConfig(**raw["optimizer"])
-    if raw.get("profile") is not None:
-        raw["profile"] = ProfileConfig(**raw["profile"])
-    return BenchConfig(**raw)
+def _object(raw: Any, what: str) -> dict[str, Any]:
+    """A JSON object's fields; anything else is a TypeError saying what came instead."""
+    if not isinstance(raw, dict):
+        raise TypeError(f"{what} must be a JSON object, got {type(raw).__name__}")
+    return raw
 
 
-def save_json(config: Any, path: Path) -> None:
-    path.write_text(json.dumps(to_dict(config), indent=2, sort_keys=True))
+def _nested(config_class: type, fields: dict[str, Any], name: str, *, required: bool = False) -> dict[str, Any]:
+    """``{name: config_class(...)}`` built from the nested object; nothing when an optional one is absent or null,
+    so the field's default holds."""
+    if fields.get(name) is None and not required:
+        return {}
+    return {name: config_class(**_object(fields.get(name), name))}
+
+
+def _tuple(fields: dict[str, Any], name: str) -> dict[str, Any]:
+    """JSON has no tuples: ``{name: tuple(list)}`` when the list is there, else nothing (the field's default)."""
+    if name not in fields:
+        return {}
+    if not isinstance(fields[name], list | tuple):  # a tuple: to_dict's output not yet through JSON
+        raise TypeError(f"{name} must be a JSON list, got {type(fields[name]).__name__}")
+    return {name: tuple(fields[name])}
+
+
+def _fields(raw: Any) -> dict[str, Any]:
+    """A configuration file's top-level fields, without the ``"format"`` version write_json_atomic stamps in."""
+    return unstamped(_object(raw, "a configuration"))
+
+
+# The loaders: to_dict's output as read back from JSON. A malformed object (not an object, a field missing or
+# unknown) is a TypeError naming what is wrong; a bad value, the UsageError its dataclass raises.
+
+
+def bench_config_from_dict(raw: Any) -> BenchConfig:
+    """A throughput or profile worker's configuration (logs/batch_<X>.config.json)."""
+    fields = _fields(raw)
+    nested = {**_nested(ModelConfig, fields, "model", required=True), **_nested(OptimizerConfig, fields, "optimizer"),
+              **_nested(ProfileConfig, fields, "profile")}
+    return BenchConfig(**{**fields, **nested})
+
+
+def train_config_from_dict(raw: Any) -> TrainConfig:
+    """A training run's configuration (its config.json)."""
+    fields = _fields(raw)
+    nested = {**_nested(ModelConfig, fields, "model", required=True), **_nested(OptimizerConfig, fields, "optimizer"),
+              **_tuple(fields, "decay_epochs")}
+    return TrainConfig(**{**fields, **nested})

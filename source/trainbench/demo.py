@@ -12,13 +12,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from trainbench.bench.store import create_run_dir
 from trainbench.bench.sweep import measure_throughput
 from trainbench.config import BenchConfig, ModelConfig
 from trainbench.data.convert import ConvertOptions, convert
 from trainbench.data.synth import SynthOptions, synth
 from trainbench.report.plot import plot_throughput
 from trainbench.report.table import format_table
+from trainbench.results.files import create_run_dir
 
 # Small enough for 2 cores in a few minutes, large enough that the batch sizes differ measurably.
 CLASSES, TRAIN_PER_CLASS, VAL_PER_CLASS = 4, 16, 4
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     series = {}
     for framework in FRAMEWORKS:
         configs = demo_configs(framework, records)
-        series[framework] = measure_throughput(configs, root / "runs", lambda line: print(line, flush=True)).results
+        series[framework] = measure_throughput(configs, root / "runs", lambda line: print(line, flush=True)).rows()
     plot_throughput(series, root / "throughput.png", "ResNet-50 training on the CPU, fp32, TFRecords input")
     lines = []
     for framework, results in series.items():

@@ -22,6 +22,8 @@ from scipy.stats import mannwhitneyu
 
 from trainbench.config import float_problem
 from trainbench.errors import UsageError
+from trainbench.results.records import BatchResult
+from trainbench.results.store import read_summary
 
 COLUMNS = ["batch_size", "images_per_sec_a", "images_per_sec_b", "change_pct", "p_value", "significant", "sample"]
 MIN_WINDOWS = 3  # with fewer, Mann-Whitney cannot reach p < 0.1 on windows alone
@@ -35,8 +37,8 @@ class Run:
     """A throughput run folder as compare reads it."""
 
     path: Path
-    header: dict[str, Any]  # summary.json without its results
-    results: dict[int, dict[str, Any]]  # by batch size
+    header: dict[str, Any]  # summary.json's settings (without its results and format version)
+    results: dict[int, BatchResult]  # by batch size
     steps: pd.DataFrame  # the timed steps (batch_size, seconds); empty when no batch size succeeded
     env: dict[str, Any]  # env.json, {} when absent
 
@@ -59,19 +61,12 @@ def _number(path: Path, where: str, value: Any, positive: bool = True) -> float:
     return float(value)
 
 
-def _check_result(path: Path, position: int, result: Any) -> dict[str, Any]:
-    """One entry of summary.json's results, its fields of the right types (a clear error otherwise)."""
+def _check_measured(path: Path, position: int, result: BatchResult) -> BatchResult:
+    """An ok result's images/s and windows' images/s, which compare divides and tests, are positive numbers."""
     where = f"results[{position}]"
-    if not isinstance(result, dict):
-        raise _bad(path, f"{where} is not an object")
-    batch = result.get("batch_size")
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise _bad(path, f"{where}.batch_size is {batch!r}, not a positive whole number")
-    if not isinstance(result.get("status"), str):
-        raise _bad(path, f"{where}.status is {result.get('status')!r}, not a text")
-    if result["status"] == "ok":
-        _number(path, f"{where}.images_per_sec", result.get("images_per_sec"))
-        windows = result.get("window_images_per_sec") or []
+    if result.ok:
+        _number(path, f"{where}.images_per_sec", result.values.get("images_per_sec"))
+        windows = result.values.get("window_images_per_sec") or []
         if not isinstance(windows, list):
             raise _bad(path, f"{where}.window_images_per_sec is not a list")
         for index, rate in enumerate(windows):
@@ -101,16 +96,13 @@ def load_run(run_dir: Path) -> Run:
     summary_path = run_dir / "summary.json"
     if not summary_path.exists():
         raise _bad(run_dir, "not a throughput run folder (no summary.json)")
-    summary = _read_json(summary_path)
-    if not isinstance(summary, dict) or not isinstance(summary.get("results"), list):
-        raise _bad(summary_path, "not a throughput run's summary (no list of results)")
-    results = [_check_result(summary_path, i, r) for i, r in enumerate(summary["results"])]
+    summary = read_summary(summary_path, "throughput run")
+    results = [_check_measured(summary_path, i, r) for i, r in enumerate(summary.results)]
     env_path = run_dir / "env.json"
     env = _read_json(env_path) if env_path.exists() else {}
-    header = {key: value for key, value in summary.items() if key != "results"}
-    any_ok = any(r["status"] == "ok" for r in results)
-    by_batch = {r["batch_size"]: r for r in results}
-    return Run(run_dir, header, by_batch, _read_steps(run_dir, needed=any_ok), env if isinstance(env, dict) else {})
+    by_batch = {r.batch_size: r for r in results}
+    steps = _read_steps(run_dir, needed=bool(summary.ok_results()))
+    return Run(run_dir, summary.header, by_batch, steps, env if isinstance(env, dict) else {})
 
 
 def _flat_settings(run: Run) -> dict[str, Any]:
@@ -139,7 +131,7 @@ def setting_differences(run_a: Run, run_b: Run) -> list[tuple[str, Any, Any]]:
     return [(key, a[key], b[key]) for key in a if key in b and a[key] != b[key]]
 
 
-def _p_value(a: dict[str, Any], b: dict[str, Any], steps_a: pd.Series, steps_b: pd.Series) -> tuple[float, str]:
+def _p_value(a: BatchResult, b: BatchResult, steps_a: pd.Series, steps_b: pd.Series) -> tuple[float, str]:
     windows_a, windows_b = a.get("window_images_per_sec") or [], b.get("window_images_per_sec") or []
     if min(len(windows_a), len(windows_b)) >= MIN_WINDOWS:
         return float(mannwhitneyu(windows_a, windows_b, alternative="two-sided").pvalue), "windows"
@@ -156,15 +148,16 @@ def compare_loaded(run_a: Run, run_b: Run, alpha: float = 0.05) -> pd.DataFrame:
     rows = []
     for batch in sorted(set(run_a.results) & set(run_b.results)):
         a, b = run_a.results[batch], run_b.results[batch]
-        if a["status"] != "ok" or b["status"] != "ok":
+        if not (a.ok and b.ok):
             continue
         p_value, sample = _p_value(a, b, run_a.steps.loc[run_a.steps["batch_size"] == batch, "seconds"],
                                    run_b.steps.loc[run_b.steps["batch_size"] == batch, "seconds"])
+        rate_a, rate_b = a.values["images_per_sec"], b.values["images_per_sec"]
         rows.append({
             "batch_size": batch,
-            "images_per_sec_a": a["images_per_sec"],
-            "images_per_sec_b": b["images_per_sec"],
-            "change_pct": 100.0 * (b["images_per_sec"] / a["images_per_sec"] - 1.0),
+            "images_per_sec_a": rate_a,
+            "images_per_sec_b": rate_b,
+            "change_pct": 100.0 * (rate_b / rate_a - 1.0),
             "p_value": p_value,
             "significant": bool(p_value < alpha),
             "sample": sample,
@@ -178,4 +171,4 @@ def compare_runs(run_a: Path, run_b: Path, alpha: float = 0.05) -> pd.DataFrame:
 
 def statuses(run: Run) -> str:
     """'8 ok, 16 oom, ...': what each batch size of a run ended with."""
-    return ", ".join(f"{batch} {result['status']}" for batch, result in sorted(run.results.items())) or "none"
+    return ", ".join(f"{batch} {result.status}" for batch, result in sorted(run.results.items())) or "none"

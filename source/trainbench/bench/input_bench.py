@@ -16,6 +16,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from trainbench.config import (
+    FRAMEWORKS,
+    MAX_BATCH_SIZE,
+    MAX_IMAGE_SIZE,
+    MAX_SEED,
+    MAX_WORKERS,
+    Framework,
+    check,
+    check_choice,
+    int_problem,
+)
 from trainbench.data.source import DataSource, open_source, tfrecords_only
 
 INPUT_HEADROOM = 1.1
@@ -23,7 +34,9 @@ INPUT_HEADROOM = 1.1
 
 @dataclass(frozen=True)
 class InputBench:
-    framework: str
+    """One measurement of the input pipeline; validated when built, as the configurations in trainbench.config are."""
+
+    framework: Framework
     data: str
     batch_size: int = 128
     image_size: int = 224
@@ -31,6 +44,16 @@ class InputBench:
     steps: int = 20
     workers: int | None = None  # torch: DataLoader processes; tf: tf.data threads (None: all cores, autotuned)
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_choice("framework", self.framework, FRAMEWORKS)
+        check("batch size", int_problem(self.batch_size, 1, MAX_BATCH_SIZE))
+        check("image size", int_problem(self.image_size, 32, MAX_IMAGE_SIZE))
+        check("warm-up batches", int_problem(self.warmup, 0))
+        check("timed batches", int_problem(self.steps))
+        if self.workers is not None:
+            check("workers", int_problem(self.workers, 0, MAX_WORKERS))
+        check("seed", int_problem(self.seed, 0, MAX_SEED))
 
 
 def _tf_batches(source: DataSource, bench: InputBench) -> Iterator[Any]:

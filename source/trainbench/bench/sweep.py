@@ -9,34 +9,23 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from trainbench.bench.store import ThroughputRun, create_run_dir, worker_file, write_json_atomic
+from trainbench.bench.store import ThroughputRun
 from trainbench.bench.worker import SWEEP_ENV, sweep_identity
 from trainbench.config import BenchConfig, to_dict
 from trainbench.report.plot import plot_throughput
 from trainbench.report.table import format_table
+from trainbench.results.failure import says_out_of_memory
+from trainbench.results.files import create_run_dir, worker_file, write_json_atomic
+from trainbench.results.records import BatchResult, Status
+from trainbench.results.store import RunStore
 from trainbench.telemetry.env import collect_env
 
-# Messages by which frameworks and the C library report that an allocation failed (host or device).
-OOM_MARKERS = (
-    "out of memory",
-    "OOM when allocating",
-    "ResourceExhaustedError",
-    "can't allocate memory",
-    "CUDA_ERROR_OUT_OF_MEMORY",
-    "std::bad_alloc",
-    "MemoryError",
-)
 
-
-def looks_out_of_memory(text: str) -> bool:
-    lowered = text.lower()
-    return any(marker.lower() in lowered for marker in OOM_MARKERS)
-
-
-def death_result(batch_size: int, returncode: int, log_text: str) -> dict[str, Any]:
+def death_result(batch_size: int, returncode: int, log_text: str) -> BatchResult:
     """The result of a worker that died without writing one (killed, segfault, hard OOM)."""
     if returncode < 0:
         cause = f"worker killed by {signal.Signals(-returncode).name}"
@@ -44,8 +33,18 @@ def death_result(batch_size: int, returncode: int, log_text: str) -> dict[str, A
         cause = f"worker exited with status {returncode} without a result"
     lines = [line for line in log_text.splitlines() if line.strip()]
     detail = f" ({lines[-1].strip()[:200]})" if lines else ""
-    status = "oom" if looks_out_of_memory(log_text) else "error"
-    return {"batch_size": batch_size, "status": status, "error": cause + detail}
+    status = Status.OOM if says_out_of_memory(log_text) else Status.ERROR
+    return BatchResult.failed(batch_size, status, cause + detail)
+
+
+@dataclass(frozen=True)
+class WorkerOutcome:
+    """One worker's end: the result recorded, its exit status (None when it was stopped) and the framework's
+    versions it reported."""
+
+    result: BatchResult
+    returncode: int | None
+    versions: dict[str, Any] = field(default_factory=dict)
 
 
 def _signal_group(child: subprocess.Popen[bytes], signum: signal.Signals) -> None:
@@ -67,24 +66,19 @@ def stop_child(child: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
         child.wait()
 
 
-class ResultStore(Protocol):
-    path: Path
-
-    def log_path(self, batch_size: int) -> Path: ...
-
-    def add(self, result: dict[str, Any], warmup_s: Sequence[float] = (), step_s: Sequence[float] = ()) -> None: ...
+THROUGHPUT_WORKER = "trainbench.bench.worker"
 
 
-def run_worker(config: BenchConfig, run: ResultStore, timeout_s: float | None = None,
-               prefix: Sequence[str] = ()) -> dict[str, Any]:
-    """Measure one batch size in a child process and add its result to ``run``; returns the worker's payload with
-    the process's exit status added. ``prefix`` is a command the worker runs under (a profiler)."""
+def run_worker(config: BenchConfig, run: RunStore, timeout_s: float | None = None,
+               prefix: Sequence[str] = (), worker: str = THROUGHPUT_WORKER) -> WorkerOutcome:
+    """Measure one batch size in a child process (``python -m <worker>``) and add its result to ``run``.
+    ``prefix`` is a command the worker runs under (a profiler)."""
     batch = config.batch_size
     config_path = worker_file(run.path, batch, ".config.json")
     result_path = worker_file(run.path, batch, ".result.json")
-    config_path.write_text(json.dumps(to_dict(config), indent=2))
+    write_json_atomic(config_path, to_dict(config))
     log_path = run.log_path(batch)
-    command = [*prefix, sys.executable, "-m", "trainbench.bench.worker", str(config_path), str(result_path)]
+    command = [*prefix, sys.executable, "-m", worker, str(config_path), str(result_path)]
     child: subprocess.Popen[bytes] | None = None
     # The worker watches this process through SWEEP_ENV and ends itself if the sweep dies, even by SIGKILL. Its own
     # session: stop_child can end the whole group (profiler, worker, helpers); Ctrl-C reaches it through stop_child.
@@ -97,20 +91,22 @@ def run_worker(config: BenchConfig, run: ResultStore, timeout_s: float | None = 
             returncode = child.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             stop_child(child)
-            payload = {"result": {"batch_size": batch, "status": "error", "error": f"timed out after {timeout_s} s"}}
-            run.add(payload["result"])
-            return payload
+            result = BatchResult.failed(batch, Status.ERROR, f"timed out after {timeout_s} s")
+            run.add(result)
+            return WorkerOutcome(result, None)
         except KeyboardInterrupt:
             if child is not None:
                 stop_child(child)
-            run.add({"batch_size": batch, "status": "interrupted", "error": "interrupted by the user"})
+            run.add(BatchResult.failed(batch, Status.INTERRUPTED, "interrupted by the user"))
             raise
-    if result_path.exists():
-        payload = json.loads(result_path.read_text())
-    else:
-        payload = {"result": death_result(batch, returncode, log_path.read_text(errors="replace"))}
-    run.add(payload["result"], payload.get("warmup_s", ()), payload.get("step_s", ()))
-    return {**payload, "returncode": returncode}
+    if not result_path.exists():
+        result = death_result(batch, returncode, log_path.read_text(errors="replace"))
+        run.add(result)
+        return WorkerOutcome(result, returncode)
+    payload = json.loads(result_path.read_text())
+    result = BatchResult.from_row(payload["result"])
+    run.add(result, payload.get("warmup_s", ()), payload.get("step_s", ()))
+    return WorkerOutcome(result, returncode, payload.get("versions", {}))
 
 
 def run_sweep(
@@ -123,13 +119,13 @@ def run_sweep(
     versions: dict[str, Any] = {}
     for config in configs:
         echo(f"batch size {config.batch_size}: running (log: {run.log_path(config.batch_size)})")
-        payload = run_worker(config, run, timeout_s)
-        versions = versions or payload.get("versions", {})
-        result = payload["result"]
-        if result["status"] == "ok":
-            echo(f"batch size {config.batch_size}: {result['images_per_sec']:.2f} images/s")
+        outcome = run_worker(config, run, timeout_s)
+        versions = versions or outcome.versions
+        result = outcome.result
+        if result.ok:
+            echo(f"batch size {config.batch_size}: {result.values['images_per_sec']:.2f} images/s")
         else:
-            echo(f"batch size {config.batch_size}: {result['status']}: {result['error']}")
+            echo(f"batch size {config.batch_size}: {result.status}: {result.error}")
     return versions
 
 
@@ -160,6 +156,6 @@ def measure_throughput(
     versions = run_sweep(configs, store, echo, timeout_s)
     write_json_atomic(run_dir / "env.json", {**env, "framework": versions})
     title = f"ResNet-50 {model.framework} {model.precision} on {model.device}, image {model.image_size}px"
-    plot_throughput({model.framework: store.results}, run_dir / "throughput.png", title)
-    echo(format_table(store.results))
+    plot_throughput({model.framework: store.rows()}, run_dir / "throughput.png", title)
+    echo(format_table(store.rows()))
     return store

@@ -4,6 +4,7 @@ A fresh process per configuration keeps GPU memory unfragmented and cuDNN's choi
 out-of-memory failure or a crash end only this batch size. The parent reads the JSON this writes; if the process
 dies without writing it, the parent records the death from the exit status and the log. If the parent dies, even
 by SIGKILL, the worker ends itself (``exit_with_sweep``): nobody would record its result, and it would hold the GPU.
+A profiled run's worker (``trainbench.profile.worker``) is this same process with another measurement.
 """
 
 from __future__ import annotations
@@ -16,16 +17,20 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 from trainbench.bench.input_bench import InputBench, is_input_bound, measure_input
 from trainbench.bench.stats import summarize_windows
-from trainbench.bench.store import write_json_atomic
 from trainbench.bench.timing import run_window
 from trainbench.config import BenchConfig, bench_config_from_dict
 from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
+from trainbench.results.failure import failure_status, one_line
+from trainbench.results.files import write_json_atomic
+from trainbench.results.records import BatchResult, Status
 from trainbench.telemetry.nvml import gpu_state
 
 SWEEP_ENV = "TRAINBENCH_SWEEP"  # "pid:start:pgid" of the sweep process that started this worker
@@ -92,13 +97,6 @@ def exit_with_sweep() -> None:
     threading.Thread(target=_watch_sweep, args=(pid, start, group, pidfd), name="exit-with-sweep", daemon=True).start()
 
 
-def one_line(error: BaseException) -> str:
-    """The error as one line: its type and the first non-empty line of its message, cut at 300 characters."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    text = f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
-    return text[:300]
-
-
 def input_rate(config: BenchConfig) -> float:
     """The input pipeline alone, with the training window's step counts, before the model exists (so its workers
     have the machine to themselves and are gone before training starts)."""
@@ -110,15 +108,20 @@ def input_rate(config: BenchConfig) -> float:
     return rate
 
 
-def profile(config: BenchConfig, engine: Engine) -> dict[str, Any]:
-    from trainbench.profile.session import profile_run  # framework profilers load only when asked for
+@dataclass(frozen=True)
+class Measurement:
+    """What a worker hands back to the sweep: the result and, for a timed run, every step's time."""
 
-    return {"result": profile_run(config, engine.make_runner(config))}
+    result: BatchResult
+    warmup_s: list[float] = field(default_factory=list)
+    step_s: list[float] = field(default_factory=list)
 
 
-def measure(config: BenchConfig, engine: Engine) -> dict[str, Any]:
-    if config.profile is not None:
-        return profile(config, engine)
+Measure = Callable[[BenchConfig, Engine], Measurement]
+
+
+def measure(config: BenchConfig, engine: Engine) -> Measurement:
+    """The timed windows of one batch size (after the input pipeline alone, with --data)."""
     pipeline_rate = input_rate(config) if config.data is not None else None
     runner = engine.make_runner(config)
     windows_text = f" x {config.repeats} windows" if config.repeats > 1 else ""
@@ -127,36 +130,35 @@ def measure(config: BenchConfig, engine: Engine) -> dict[str, Any]:
     # One warm-up, then the windows back to back: each synchronised at both edges, each its own images/s sample.
     windows = [run_window(runner, config.warmup_steps if i == 0 else 0, config.steps,
                           sync_every_step=config.sync_every_step) for i in range(config.repeats)]
-    images_per_step = getattr(runner, "images_per_step", config.batch_size)  # all replicas together
-    result = {"batch_size": config.batch_size, "status": "ok", "error": None,
-              **summarize_windows(images_per_step, windows), "gpus_at_window_end": gpu_state()}
+    values = {**summarize_windows(runner.images_per_step, windows), "gpus_at_window_end": gpu_state()}
     if pipeline_rate is not None:
-        result["input_images_per_sec"] = pipeline_rate
-        result["input_bound"] = is_input_bound(pipeline_rate, result["images_per_sec"])
-    print(f"batch {config.batch_size}: {result['images_per_sec']:.2f} images/s", flush=True)
-    return {"result": result, "warmup_s": windows[0].warmup_s,
-            "step_s": [seconds for window in windows for seconds in window.step_s]}
+        values["input_images_per_sec"] = pipeline_rate
+        values["input_bound"] = is_input_bound(pipeline_rate, values["images_per_sec"])
+    print(f"batch {config.batch_size}: {values['images_per_sec']:.2f} images/s", flush=True)
+    return Measurement(BatchResult(config.batch_size, Status.OK, None, values), list(windows[0].warmup_s),
+                       [seconds for window in windows for seconds in window.step_s])
 
 
-def run(config: BenchConfig) -> dict[str, Any]:
+def run(config: BenchConfig, how: Measure = measure) -> dict[str, Any]:
+    """The worker's payload: its measurement, or the failure it met, and the framework's versions."""
     engine = load_engine(config.model.framework)
     try:
-        payload = measure(config, engine)
+        done = how(config, engine)
     except Exception as error:  # noqa: BLE001 - every failure becomes a recorded result, the sweep goes on
         traceback.print_exc()
-        status = "oom" if engine.is_out_of_memory(error) else "error"
-        payload = {"result": {"batch_size": config.batch_size, "status": status, "error": one_line(error)}}
-    payload["versions"] = engine.versions()
-    return payload
+        done = Measurement(BatchResult.failed(config.batch_size, failure_status(error), one_line(error)))
+    return {"result": done.result.to_row(), "warmup_s": done.warmup_s, "step_s": done.step_s,
+            "versions": engine.versions()}
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], how: Measure = measure) -> int:
+    """``python -m <worker module> CONFIG_JSON RESULT_JSON``: measure with ``how``, write the payload."""
     exit_with_sweep()
     config_path, result_path = (Path(arg) for arg in argv)
     config = bench_config_from_dict(json.loads(config_path.read_text()))
-    payload = run(config)
+    payload = run(config, how)
     write_json_atomic(result_path, payload)
-    return 0 if payload["result"]["status"] == "ok" else 1
+    return 0 if payload["result"]["status"] == Status.OK else 1
 
 
 if __name__ == "__main__":

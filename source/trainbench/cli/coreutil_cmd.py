@@ -16,16 +16,10 @@ from collections.abc import Sequence
 
 from trainbench.analysis.coreutil import CORES, CoreUtilization, analyze_file, summary_frame
 from trainbench.cli.options import path_text, whole_number
+from trainbench.cli.parsing import Parser
 from trainbench.errors import EXIT_USAGE, UsageError, printable_line
 
 _PREFIX = "trainbench: coreutil"
-
-
-class _Parser(argparse.ArgumentParser):
-    """Option errors as one UsageError line, like every other bad input (argparse would print its usage)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +41,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def build_parser(prog: str = "coreutil") -> argparse.ArgumentParser:
-    parser = _Parser(prog=prog, description=_DESCRIPTION)
+    parser = Parser(prog=prog, description=_DESCRIPTION)
     _add_options(parser)
     return parser
 

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from trainbench.bench.input_bench import InputBench, measure_input
-from trainbench.cli.options import NON_NEGATIVE, POSITIVE, SEED, existing_data_dir, path_text, whole_number
-from trainbench.config import FRAMEWORKS, MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_WORKERS
-from trainbench.errors import UsageError
+from trainbench.cli.options import (
+    DATA_DIR_HELP,
+    NON_NEGATIVE,
+    POSITIVE,
+    SEED,
+    add_choice_option,
+    existing_data_dir,
+    path_text,
+    whole_number,
+)
+from trainbench.config import FRAMEWORKS, MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_WORKERS, ModelConfig, field_default
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -19,26 +28,29 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "PyTorch also an image-folder tree) as training would, without training: images / wall time of the "
         "timed batches, warm-up excluded. The last line printed is the result as JSON.",
     )
-    parser.add_argument("data", type=path_text, metavar="DIR",
-                        help="TFRecords folder (train-*) or, for torch, an image-folder tree")
-    parser.add_argument("--framework", default="torch", help=f"one of {', '.join(FRAMEWORKS)} (default: torch)")
-    parser.add_argument("--batch-size", type=whole_number(1, MAX_BATCH_SIZE), default=128, metavar="N",
-                        help="images per batch (default 128)")
-    parser.add_argument("--warmup", type=NON_NEGATIVE, default=5, metavar="N", help="untimed batches first (default 5)")
-    parser.add_argument("--steps", type=POSITIVE, default=20, metavar="N", help="timed batches (default 20)")
-    parser.add_argument("--workers", type=whole_number(0, MAX_WORKERS), metavar="N",
+    parser.add_argument("data", type=path_text, metavar="DIR", help=DATA_DIR_HELP)
+    add_choice_option(parser, "--framework", FRAMEWORKS, field_default(ModelConfig, "framework"))
+    batch_size, warmup, steps, image_size = (field_default(InputBench, name)
+                                             for name in ("batch_size", "warmup", "steps", "image_size"))
+    parser.add_argument("--batch-size", type=whole_number(1, MAX_BATCH_SIZE), default=batch_size, metavar="N",
+                        help=f"images per batch (default {batch_size})")
+    parser.add_argument("--warmup", type=NON_NEGATIVE, default=warmup, metavar="N",
+                        help=f"untimed batches first (default {warmup})")
+    parser.add_argument("--steps", type=POSITIVE, default=steps, metavar="N", help=f"timed batches (default {steps})")
+    parser.add_argument("--workers", type=whole_number(0, MAX_WORKERS), default=field_default(InputBench, "workers"),
+                        metavar="N",
                         help="torch: DataLoader worker processes; tf: tf.data threads (default: all cores)")
-    parser.add_argument("--image-size", type=whole_number(32, MAX_IMAGE_SIZE), default=224, metavar="PX",
-                        help="square output size (default 224)")
-    parser.add_argument("--seed", type=SEED, default=0)
+    parser.add_argument("--image-size", type=whole_number(32, MAX_IMAGE_SIZE), default=image_size, metavar="PX",
+                        help=f"square output size (default {image_size})")
+    parser.add_argument("--seed", type=SEED, default=field_default(InputBench, "seed"))
     parser.set_defaults(run=run)
 
 
 def bench_from_args(args: argparse.Namespace) -> InputBench:
-    if args.framework not in FRAMEWORKS:
-        raise UsageError(f"unknown framework {args.framework!r}: choose one of {', '.join(FRAMEWORKS)}")
-    return InputBench(args.framework, str(existing_data_dir(args.data)), args.batch_size, args.image_size,
-                      args.warmup, args.steps, args.workers, args.seed)
+    """InputBench checks the settings, then the folder is looked at: a wrong framework is named before the folder."""
+    bench = InputBench(args.framework, args.data, args.batch_size, args.image_size, args.warmup, args.steps,
+                       args.workers, args.seed)
+    return dataclasses.replace(bench, data=str(existing_data_dir(bench.data)))
 
 
 def run(args: argparse.Namespace) -> int:

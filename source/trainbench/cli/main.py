@@ -10,7 +10,7 @@ import sys
 from types import FrameType
 
 from trainbench import __version__
-from trainbench.cli.options import Parser
+from trainbench.cli.parsing import PROGRAM, Parser
 from trainbench.errors import EXIT_USAGE, UsageError, printable_line
 
 # One module per command under trainbench.cli; each has add_parser(subparsers) setting the default ``run``.
@@ -26,8 +26,8 @@ COMMAND_MODULES = (
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="trainbench", description="ResNet-50 training benchmarks for TensorFlow and PyTorch.")
-    parser.add_argument("--version", action="version", version=f"trainbench {__version__}")
+    parser = Parser(prog=PROGRAM, description="ResNet-50 training benchmarks for TensorFlow and PyTorch.")
+    parser.add_argument("--version", action="version", version=f"{PROGRAM} {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name in COMMAND_MODULES:
         importlib.import_module(f"trainbench.cli.{name}").add_parser(subparsers)

@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from trainbench.config import (
     DEVICES,
@@ -17,32 +18,36 @@ from trainbench.config import (
     MAX_SEED,
     PRECISIONS,
     ModelConfig,
+    field_default,
     float_problem,
     int_problem,
 )
 from trainbench.data.source import num_classes, open_source, tfrecords_only
-from trainbench.errors import UsageError
+from trainbench.engines import base as engine_base
 from trainbench.telemetry.nvml import visible_gpu_count
 
-
-class Parser(argparse.ArgumentParser):
-    """argparse whose errors are UsageErrors: one line on stderr and exit 2, like every other bad input."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        # main() prints "trainbench: " before every UsageError: name only the subcommand ("throughput: ...").
-        command = self.prog.partition(" ")[2]
-        raise UsageError(f"{command}: {message}" if command else message)
-
-
 # --- option types: every number and list is checked where it is parsed, so the error names the option ---------
-# argparse turns an ArgumentTypeError into "argument --steps: <message>".
+# argparse turns an ArgumentTypeError into "argument --steps: <message>". The bounds are config.py's checks, the
+# ones the configurations themselves apply.
+
+Number = TypeVar("Number", int, float)
+
+
+def _within(value: Number, problem: str | None) -> Number:
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return value
 
 
 def whole_number(minimum: int, maximum: int = MAX_COUNT) -> Callable[[str], int]:
     """An argparse type: a whole number in [minimum, maximum]."""
 
     def parse(text: str) -> int:
-        return _checked_int(text, minimum, maximum)
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        return _within(value, int_problem(value, minimum, maximum))
 
     parse.__name__ = "whole number"
     return parse
@@ -57,10 +62,7 @@ def real_number(minimum: float, maximum: float = math.inf, *, above: bool = Fals
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        problem = float_problem(value, minimum, maximum, above=above, below=below)
-        if problem is not None:
-            raise argparse.ArgumentTypeError(problem)
-        return value
+        return _within(value, float_problem(value, minimum, maximum, above=above, below=below))
 
     parse.__name__ = "number"
     return parse
@@ -70,9 +72,10 @@ def whole_numbers(minimum: int, maximum: int = MAX_COUNT, *,
                   increasing: bool = False) -> Callable[[str], tuple[int, ...]]:
     """An argparse type: "4,16" or "1 2 4" as distinct whole numbers in [minimum, maximum], in the order given
     (which must be increasing where ``increasing``)."""
+    item = whole_number(minimum, maximum)
 
     def parse(text: str) -> tuple[int, ...]:
-        values = tuple(_checked_int(item, minimum, maximum) for item in _items(text))
+        values = tuple(item(word) for word in _items(text))
         repeated = sorted({value for value in values if values.count(value) > 1})
         if repeated:
             raise argparse.ArgumentTypeError(f"{repeated[0]} is given more than once in {text!r}")
@@ -106,55 +109,50 @@ def _items(text: str) -> tuple[str, ...]:
     return items
 
 
-def _checked_int(text: str, minimum: int, maximum: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    problem = int_problem(value, minimum, maximum)
-    if problem is not None:
-        raise argparse.ArgumentTypeError(problem)
-    return value
-
-
 SEED = whole_number(0, MAX_SEED)
 POSITIVE = whole_number(1)
 NON_NEGATIVE = whole_number(0)
 TIMEOUT = real_number(0.0, above=True)
 
 
+def add_choice_option(parser: argparse.ArgumentParser, option: str, allowed: tuple[str, ...], default: str) -> None:
+    """A name from ``allowed``, checked by the configuration built from it so the message is ours (argparse's
+    ``choices`` would print its usage block)."""
+    parser.add_argument(option, default=default, help=f"one of {', '.join(allowed)} (default: {default})")
+
+
 def add_model_options(parser: argparse.ArgumentParser) -> None:
-    # choices are checked by ModelConfig so the message is ours; argparse would print its usage block
-    parser.add_argument("--framework", default="torch", help=f"one of {', '.join(FRAMEWORKS)} (default: torch)")
-    parser.add_argument("--precision", default="fp32", help=f"one of {', '.join(PRECISIONS)} (default: fp32)")
-    parser.add_argument("--device", default="auto", help=f"one of {', '.join(DEVICES)} (default: auto)")
-    parser.add_argument("--image-size", type=whole_number(32, MAX_IMAGE_SIZE), default=224, metavar="PX",
-                        help="square input size (default 224)")
-    parser.add_argument("--num-classes", type=whole_number(2, MAX_NUM_CLASSES),
-                        help="classifier outputs (default: the data's classes with --data, else 1000)")
+    """ModelConfig's settings, with its defaults."""
+    add_choice_option(parser, "--framework", FRAMEWORKS, field_default(ModelConfig, "framework"))
+    add_choice_option(parser, "--precision", PRECISIONS, field_default(ModelConfig, "precision"))
+    add_choice_option(parser, "--device", DEVICES, field_default(ModelConfig, "device"))
+    image_size = field_default(ModelConfig, "image_size")
+    parser.add_argument("--image-size", type=whole_number(32, MAX_IMAGE_SIZE), default=image_size, metavar="PX",
+                        help=f"square input size (default {image_size})")
+    parser.add_argument("--num-classes", type=whole_number(2, MAX_NUM_CLASSES),  # None: see _num_classes
+                        help="classifier outputs (default: the data's classes with --data, else "
+                        f"{field_default(ModelConfig, 'num_classes')})")
     parser.add_argument("--xla", action="store_true", help="TensorFlow: compile the training step with XLA")
     parser.add_argument("--compile", action="store_true", help="PyTorch: torch.compile the model")
     parser.add_argument("--channels-last", action="store_true", help="PyTorch: NHWC memory layout")
-    parser.add_argument("--seed", type=SEED, default=0)
+    parser.add_argument("--seed", type=SEED, default=field_default(ModelConfig, "seed"))
+
+
+# What --data accepts (trainbench.data.source.open_source): TensorFlow reads shards only (tfrecords_only).
+DATA_DIR_HELP = "TFRecords folder (train-*) or, for torch, an image-folder tree"
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> None:
-    """Synthetic batches or real TFRecords: the benchmark and the profiler feed the model the same way."""
+    """Synthetic batches or a data folder: the benchmark and the profiler feed the model the same way."""
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--synthetic", action="store_true", help="random batches made on the device (default)")
-    source.add_argument("--data", type=path_text, metavar="DIR", help="TFRecords folder (real input)")
+    source.add_argument("--data", type=path_text, metavar="DIR", help=f"real input: {DATA_DIR_HELP}")
 
 
 def resolve_device(requested: str) -> str:
     """'auto' becomes 'cuda' or 'cpu' by the GPUs visible; asking for 'cuda' without one is a usage error."""
-    if requested not in DEVICES:
-        raise UsageError(f"unknown device {requested!r}: choose one of {', '.join(DEVICES)}")
-    if requested == "cpu":
-        return "cpu"
-    gpus = visible_gpu_count()
-    if requested == "cuda" and gpus == 0:
-        raise UsageError("--device cuda: no GPU is visible here (check the driver and CUDA_VISIBLE_DEVICES)")
-    return "cuda" if gpus else "cpu"
+    gpus = visible_gpu_count() if requested in ("auto", "cuda") else 0  # NVML only where the answer needs it
+    return engine_base.resolve_device(requested, gpus, "the driver (NVML, after CUDA_VISIBLE_DEVICES)")
 
 
 def _num_classes(args: argparse.Namespace) -> int:
@@ -165,7 +163,7 @@ def _num_classes(args: argparse.Namespace) -> int:
         tfrecords_only(source)
     if args.num_classes is not None:
         return args.num_classes
-    return num_classes(source) if source is not None else 1000
+    return num_classes(source) if source is not None else field_default(ModelConfig, "num_classes")
 
 
 def model_config(args: argparse.Namespace) -> ModelConfig:

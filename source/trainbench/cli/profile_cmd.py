@@ -16,7 +16,7 @@ from trainbench.cli.options import (
     path_text,
 )
 from trainbench.cli.throughput import BATCH_SIZES, bench_configs
-from trainbench.config import PROFILERS, ProfileConfig
+from trainbench.config import PROFILERS, ProfileConfig, field_default
 from trainbench.errors import UsageError
 from trainbench.profile.run import EXTERNAL, run_profile
 from trainbench.report.table import format_fields
@@ -33,9 +33,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("profiler", help=f"one of {', '.join(PROFILERS)}")
     add_model_options(parser)
-    parser.add_argument("--start-iteration", type=NON_NEGATIVE, default=1, metavar="N",
-                        help="iterations run before the window (default 1)")
-    parser.add_argument("--iterations", type=POSITIVE, default=5, metavar="N", help="iterations profiled (default 5)")
+    start, iterations = field_default(ProfileConfig, "start_iteration"), field_default(ProfileConfig, "iterations")
+    parser.add_argument("--start-iteration", type=NON_NEGATIVE, default=start, metavar="N",
+                        help=f"iterations run before the window (default {start})")
+    parser.add_argument("--iterations", type=POSITIVE, default=iterations, metavar="N",
+                        help=f"iterations profiled (default {iterations})")
     parser.add_argument("--batch-sizes", type=BATCH_SIZES, help="e.g. 4,16 (default: as trainbench throughput)")
     add_input_options(parser)
     parser.add_argument("--metrics", type=names,
@@ -46,6 +48,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="where profiled_data_PROFILER is made "
                         "(default: here; profiled_data_PROFILER-1, -2... when taken)")
     parser.add_argument("--timeout", type=TIMEOUT, metavar="S", help="give up on a batch size after S seconds")
+    # bench_configs reads the throughput options; the profiler's window replaces the timed steps, so these are
+    # placeholders that pass BenchConfig's checks, not settings
     parser.set_defaults(run=run, warmup=0, steps=1, sync_every_step=False, repeats=1)
 
 
@@ -57,6 +61,6 @@ def run(args: argparse.Namespace) -> int:
     metrics = list(args.metrics) if args.metrics else None
     store = run_profile(window, configs, Path(args.output), lambda line: print(line, flush=True), metrics,
                         args.timeout, args.clock_control)
-    print(format_fields(store.results, store.fields[:-1]))
+    print(format_fields(store.rows(), store.fields[:-1]))
     print(store.path)
-    return 0 if any(result["status"] == "ok" for result in store.results) else 1
+    return 0 if any(result.ok for result in store.results) else 1

@@ -17,7 +17,14 @@ from trainbench.cli.options import (
     path_text,
     whole_numbers,
 )
-from trainbench.config import CPU_BATCH_SIZES, GPU_BATCH_SIZES, MAX_BATCH_SIZE, BenchConfig, ModelConfig
+from trainbench.config import (
+    CPU_BATCH_SIZES,
+    GPU_BATCH_SIZES,
+    MAX_BATCH_SIZE,
+    BenchConfig,
+    ModelConfig,
+    field_default,
+)
 
 BATCH_SIZES = whole_numbers(1, MAX_BATCH_SIZE)
 
@@ -32,11 +39,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_model_options(parser)
     parser.add_argument("--batch-sizes", type=BATCH_SIZES, help=f"e.g. 4,16 (default: {GPU_BATCH_SIZES} on a GPU, "
                         f"{CPU_BATCH_SIZES} on the CPU; at most {MAX_BATCH_SIZE})")
-    parser.add_argument("--warmup", type=NON_NEGATIVE, default=10, metavar="N", help="untimed steps first (default 10)")
-    parser.add_argument("--steps", type=POSITIVE, default=50, metavar="N", help="timed steps per window (default 50)")
-    parser.add_argument("--repeats", type=POSITIVE, default=1, metavar="N",
+    warmup, steps, repeats = (field_default(BenchConfig, name) for name in ("warmup_steps", "steps", "repeats"))
+    parser.add_argument("--warmup", type=NON_NEGATIVE, default=warmup, metavar="N",
+                        help=f"untimed steps first (default {warmup})")
+    parser.add_argument("--steps", type=POSITIVE, default=steps, metavar="N",
+                        help=f"timed steps per window (default {steps})")
+    parser.add_argument("--repeats", type=POSITIVE, default=repeats, metavar="N",
                         help="timed windows per batch size, back to back after the warm-up: images/s median, min "
-                        "and max across them, and `compare` tests them (default 1)")
+                        f"and max across them, and `compare` tests them (default {repeats})")
     add_input_options(parser)
     parser.add_argument("--output", type=path_text, default="throughput_data", metavar="DIR",
                         help="a new run folder is made inside (default ./throughput_data)")
@@ -61,4 +71,4 @@ def run(args: argparse.Namespace) -> int:
     configs = bench_configs(args, model_config(args))  # validates everything before a folder is made
     store = measure_throughput(configs, Path(args.output), lambda line: print(line, flush=True), args.timeout)
     print(store.path)
-    return 0 if any(result["status"] == "ok" for result in store.results) else 1
+    return 0 if any(result.ok for result in store.results) else 1

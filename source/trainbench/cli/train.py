@@ -8,9 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from trainbench.bench.store import create_run_dir, write_json_atomic
-from trainbench.bench.worker import one_line
 from trainbench.cli.options import (
+    DATA_DIR_HELP,
     POSITIVE,
     add_model_options,
     existing_data_dir,
@@ -20,56 +19,95 @@ from trainbench.cli.options import (
     whole_number,
     whole_numbers,
 )
-from trainbench.config import MAX_BATCH_SIZE, MAX_COUNT, ModelConfig, OptimizerConfig, TrainConfig, to_dict
+from trainbench.config import (
+    MAX_BATCH_SIZE,
+    MAX_COUNT,
+    OptimizerConfig,
+    TrainConfig,
+    field_default,
+    to_dict,
+    train_config_from_dict,
+)
 from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
 from trainbench.errors import UsageError
+from trainbench.results.failure import is_out_of_memory, one_line
+from trainbench.results.files import create_run_dir, write_json_atomic
+from trainbench.results.records import BatchResult, Status
 from trainbench.telemetry.env import collect_env
 from trainbench.training.loop import FAILURES_FILE, record_failure, train
 
 CONFIG_FILE = "config.json"
+EPOCHS = field_default(TrainConfig, "epochs")  # --epochs has no argparse default: --resume must see it unset
+
+
+def _prose(number: float) -> str:
+    """A number as the help texts write it: 0.1, 384, 1e-4 (not 0.0001)."""
+    if 0 < abs(number) < 1e-3:
+        mantissa, _, exponent = f"{number:e}".partition("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    return f"{number:g}"
+
+
+def _description() -> str:
+    """The original suite's recipe, as TrainConfig's defaults give it."""
+    optimizer = field_default(TrainConfig, "optimizer")
+    decay_epochs = "/".join(str(epoch) for epoch in field_default(TrainConfig, "decay_epochs"))
+    return (f"Train ResNet-50 ({EPOCHS} epochs, global batch {field_default(TrainConfig, 'batch_size')} split over "
+            f"the GPUs, SGD momentum {_prose(optimizer.momentum)}, linear warm-up then "
+            f"x{_prose(field_default(TrainConfig, 'decay_factor'))} at epochs {decay_epochs}, label smoothing "
+            f"{_prose(optimizer.label_smoothing)}, weight decay {_prose(optimizer.weight_decay)}). "
+            "Each run gets a new folder with config.json, env.json, metrics.jsonl and checkpoints/ (and failures.jsonl "
+            "when a batch cannot be allocated).")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "train",
-        help="train ResNet-50 end to end, evaluating every epoch",
-        description="Train ResNet-50 (90 epochs, global batch 384 split over the GPUs, SGD momentum 0.9, "
-        "linear warm-up then x0.1 at epochs 30/60/80, label smoothing 0.1, weight decay 1e-4). "
-        "Each run gets a new folder with config.json, env.json, metrics.jsonl and checkpoints/ (and failures.jsonl "
-        "when a batch cannot be allocated).",
-    )
+        "train", help="train ResNet-50 end to end, evaluating every epoch", description=_description())
     add_model_options(parser)
-    parser.add_argument("--epochs", type=POSITIVE, help="epochs in all (default 90)")
-    parser.add_argument("--batch-size", type=whole_number(1, MAX_BATCH_SIZE), default=384,
-                        help=f"global batch, split over the GPUs (default 384, at most {MAX_BATCH_SIZE})")
-    parser.add_argument("--base-lr", type=real_number(0.0, above=True), default=0.1,
-                        help="learning rate per 256 images (default 0.1)")
-    parser.add_argument("--momentum", type=real_number(0.0, 1.0, below=True), default=0.9)
-    parser.add_argument("--weight-decay", type=real_number(0.0), default=1e-4)
-    parser.add_argument("--label-smoothing", type=real_number(0.0, 1.0, below=True), default=0.1)
-    parser.add_argument("--warmup-epochs", type=real_number(0.0, MAX_COUNT), default=5.0)
-    parser.add_argument("--decay-epochs", type=whole_numbers(0, increasing=True), default=(30, 60, 80),
-                        help="increasing epochs where the rate is multiplied by 0.1 (default 30,60,80)")
+    _add_schedule_options(parser)
     parser.add_argument("--steps-per-epoch", type=POSITIVE, help="default: one pass over the training set")
     parser.add_argument("--eval-steps", type=POSITIVE, help="default: one pass over the evaluation set")
-    parser.add_argument("--synthetic-train-examples", type=POSITIVE, default=1281)
-    parser.add_argument("--synthetic-eval-examples", type=POSITIVE, default=50)
+    parser.add_argument("--synthetic-train-examples", type=POSITIVE,
+                        default=field_default(TrainConfig, "synthetic_train_examples"))
+    parser.add_argument("--synthetic-eval-examples", type=POSITIVE,
+                        default=field_default(TrainConfig, "synthetic_eval_examples"))
     parser.add_argument("--data", type=path_text, metavar="DIR",
-                        help="TFRecords folder (default: a synthetic data set)")
-    parser.add_argument("--output", type=path_text, default="train_data", metavar="DIR",
+                        help=f"{DATA_DIR_HELP} (default: a synthetic data set)")
+    parser.add_argument("--output", type=path_text, default=field_default(TrainConfig, "output"), metavar="DIR",
                         help="a new run folder is made inside")
     parser.add_argument("--resume", type=path_text, metavar="RUN_DIR", help="continue a run from its newest "
                         "checkpoint (its saved configuration is used; --epochs may extend it)")
-    parser.add_argument("--log-every", type=POSITIVE, default=100, metavar="N", help="progress line every N steps")
+    parser.add_argument("--log-every", type=POSITIVE, default=field_default(TrainConfig, "log_every"), metavar="N",
+                        help="progress line every N steps")
     parser.set_defaults(run=run)
+
+
+def _add_schedule_options(parser: argparse.ArgumentParser) -> None:
+    """Epochs, batch and the optimizer's settings, with TrainConfig's defaults."""
+    batch_size, optimizer = field_default(TrainConfig, "batch_size"), field_default(TrainConfig, "optimizer")
+    decay_epochs = field_default(TrainConfig, "decay_epochs")
+    parser.add_argument("--epochs", type=POSITIVE, help=f"epochs in all (default {EPOCHS})")
+    parser.add_argument("--batch-size", type=whole_number(1, MAX_BATCH_SIZE), default=batch_size,
+                        help=f"global batch, split over the GPUs (default {batch_size}, at most {MAX_BATCH_SIZE})")
+    parser.add_argument("--base-lr", type=real_number(0.0, above=True), default=optimizer.base_learning_rate,
+                        help=f"learning rate per 256 images (default {_prose(optimizer.base_learning_rate)})")
+    parser.add_argument("--momentum", type=real_number(0.0, 1.0, below=True), default=optimizer.momentum)
+    parser.add_argument("--weight-decay", type=real_number(0.0), default=optimizer.weight_decay)
+    parser.add_argument("--label-smoothing", type=real_number(0.0, 1.0, below=True), default=optimizer.label_smoothing)
+    parser.add_argument("--warmup-epochs", type=real_number(0.0, MAX_COUNT),
+                        default=field_default(TrainConfig, "warmup_epochs"))
+    parser.add_argument("--decay-epochs", type=whole_numbers(0, increasing=True), default=decay_epochs,
+                        help="increasing epochs where the rate is multiplied by "
+                        f"{_prose(field_default(TrainConfig, 'decay_factor'))} "
+                        f"(default {','.join(str(epoch) for epoch in decay_epochs)})")
 
 
 def new_config(args: argparse.Namespace) -> TrainConfig:
     optimizer = OptimizerConfig(momentum=args.momentum, base_learning_rate=args.base_lr,
                                 weight_decay=args.weight_decay, label_smoothing=args.label_smoothing)
     return TrainConfig(
-        model=model_config(args), optimizer=optimizer, epochs=args.epochs or 90, batch_size=args.batch_size,
+        model=model_config(args), optimizer=optimizer, epochs=args.epochs or EPOCHS, batch_size=args.batch_size,
         warmup_epochs=args.warmup_epochs, decay_epochs=args.decay_epochs,
         data=existing_data_dir(args.data), synthetic_train_examples=args.synthetic_train_examples,
         synthetic_eval_examples=args.synthetic_eval_examples, steps_per_epoch=args.steps_per_epoch,
@@ -78,15 +116,15 @@ def new_config(args: argparse.Namespace) -> TrainConfig:
 
 
 def resumed_config(run_dir: Path, epochs: int | None) -> TrainConfig:
+    """The run's own configuration from its config.json; one that cannot be read or is malformed is one line naming
+    the file."""
     path = run_dir / CONFIG_FILE
     try:
-        raw = json.loads(path.read_text())
-        raw["model"] = ModelConfig(**raw["model"])
-        raw["optimizer"] = OptimizerConfig(**raw["optimizer"])
-        raw["decay_epochs"] = tuple(raw["decay_epochs"])
-        saved = TrainConfig(**raw)
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        saved = train_config_from_dict(json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError) as error:  # unreadable, not JSON, not a training configuration
         raise UsageError(f"{path}: not a trainbench training run ({type(error).__name__}: {error})") from None
+    except UsageError as error:  # a value out of bounds (an edited file): say which file holds it
+        raise UsageError(f"{path}: {error}") from None
     if epochs is not None and epochs < saved.epochs:  # config.json would lose the run's own plan
         raise UsageError(f"--epochs {epochs}: {run_dir} already trains for {saved.epochs} epochs; "
                          "--epochs can only extend it")
@@ -108,9 +146,9 @@ def _train(config: TrainConfig, engine: Engine, run_dir: Path) -> int:
         trainer = engine.make_trainer(config)
         rows = train(config, trainer, run_dir, lambda line: print(line, flush=True))
     except Exception as error:
-        if not engine.is_out_of_memory(error):
+        if not is_out_of_memory(error):
             raise
-        record_failure(run_dir, {"status": "oom", "batch_size": config.batch_size, "error": one_line(error)})
+        record_failure(run_dir, BatchResult.failed(config.batch_size, Status.OOM, one_line(error)))
         print(f"trainbench: train: out of memory at batch size {config.batch_size}: {one_line(error)} "
               f"(recorded in {run_dir / FAILURES_FILE})", file=sys.stderr)
         return 1

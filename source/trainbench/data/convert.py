@@ -23,12 +23,13 @@ from typing import TextIO
 from trainbench.data.bboxes import Box, read_boxes
 from trainbench.data.imagefiles import SIGNATURE_BYTES, PreparedImage, SkipImage, check_signature, prepare_image
 from trainbench.data.imagenet_tree import ImageTree, Source, scan_tree
-from trainbench.data.outputs import exclusive_folder, printable, temporary_files, write_text_atomic
+from trainbench.data.outputs import exclusive_folder, printable
 from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
 from trainbench.data.records import PARTIAL, image_example, write_shard
 from trainbench.data.shards import FORMAT, MANIFEST, Manifest, ShardResult, ShardTask, fingerprint, plan_shards
 from trainbench.errors import UsageError
+from trainbench.results.files import temporary_files, write_text_atomic
 
 OUTPUT_FOLDER = "TFRecords"
 SKIPPED_CSV = "skipped.csv"

@@ -1,10 +1,9 @@
-"""What the data commands write: one writer per output folder, files replaced atomically, file names shown safely.
+"""What the data commands write: one writer per output folder, file names shown safely (files are replaced
+atomically by ``trainbench.results.files.write_text_atomic``).
 
 - ``exclusive_folder``: an ``fcntl.flock`` on a lock file in the output folder, held for the whole run, so a second
   conversion into the same folder is refused with one line instead of racing the first (the kernel drops the lock
   when its holder dies, however it dies, so a killed run never blocks the next one).
-- ``write_text_atomic``: a new file under a name unique to this writer (process id and random part), renamed over
-  the old one: never half-written, and never a temporary name two processes share.
 - ``printable``: file names are bytes on Linux; one that is not UTF-8 arrives as a str with surrogate escapes,
   which cannot be written to a UTF-8 file or terminal. Its bad bytes are shown as ``\\xNN``.
 """
@@ -14,14 +13,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
 from trainbench.errors import UsageError
 
 LOCK_FILE = ".trainbench.lock"
-_TEMPORARY = ".tmp"
 
 
 def printable(text: str) -> str:
@@ -60,21 +57,3 @@ def _lock(descriptor: int) -> bool:
     except OSError:  # no lock support (some network file systems): go on unguarded rather than refuse to work
         pass
     return True
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` (UTF-8, LF line ends) by rename; an OSError (a full disk) is a UsageError."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}{_TEMPORARY}")
-    try:
-        with open(temporary, "x", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except OSError as error:
-        with contextlib.suppress(OSError):
-            temporary.unlink(missing_ok=True)
-        raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
-
-
-def temporary_files(path: Path) -> list[Path]:
-    """The temporary files ``write_text_atomic`` left for ``path`` when its process was killed."""
-    return list(path.parent.glob(f".{path.name}.*{_TEMPORARY}"))

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from trainbench.data.imagenet_tree import ImageTree, Source
-from trainbench.data.outputs import write_text_atomic
 from trainbench.errors import UsageError
+from trainbench.results.files import write_text_atomic
 
 MANIFEST = "manifest.json"
 FORMAT = "trainbench-tfrecords/1"

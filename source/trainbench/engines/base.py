@@ -1,18 +1,27 @@
-"""The interface every framework engine implements.
+"""The interface every framework engine implements, and the rules both engines share.
 
 The benchmark harness (``trainbench.bench``) only sees ``Engine`` and ``StepRunner``; it never imports a framework.
+The functions below are framework-free on purpose: each engine passes in what its framework sees (its GPU count),
+so a device, a step count or a refusal is decided by one rule whichever framework runs.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import math
+from typing import Any, NamedTuple, Protocol
 
-from trainbench.config import BenchConfig, TrainConfig
+from trainbench.config import DEVICES, BenchConfig, TrainConfig, check_choice
+from trainbench.errors import UsageError
 from trainbench.training.trainer import Trainer
+
+# Complete checkpoints kept in a run's checkpoint folder: the newest ones, older ones deleted after each save.
+CHECKPOINTS_KEPT = 3
 
 
 class StepRunner(Protocol):
     """A compiled training step over a fixed input source, ready to be timed."""
+
+    images_per_step: int  # images one step trains on, all replicas together: what images/s counts
 
     def step(self) -> None:
         """Run one training step: forward, loss, backward, optimizer update. May return before the device is done."""
@@ -27,14 +36,47 @@ class Engine(Protocol):
     def versions(self) -> dict[str, Any]:
         """Framework, CUDA and cuDNN versions and the devices the framework sees, for env.json."""
 
-    def resolve_device(self, requested: str) -> str:
-        """'auto' -> 'cuda' if a GPU is visible else 'cpu'; 'cuda' without a GPU raises UsageError."""
-
     def make_runner(self, config: BenchConfig) -> StepRunner:
         """Build model, optimizer and synthetic (or, later, real) input for one batch size."""
 
-    def is_out_of_memory(self, error: BaseException) -> bool:
-        """True when ``error`` is the framework's allocation failure (host or device)."""
-
     def make_trainer(self, config: TrainConfig) -> Trainer:
         """Build model, optimizer and the training and evaluation input for end-to-end training."""
+
+
+# --- rules shared by the engines (and the command line) ---------------------------------------------------------
+
+
+def resolve_device(requested: str, gpu_count: int, seen_by: str) -> str:
+    """'auto' -> 'cuda' when ``seen_by`` (a framework, the driver) sees a GPU, else 'cpu'; 'cuda' without a GPU and
+    an unknown name are UsageErrors."""
+    check_choice("device", requested, DEVICES)
+    if requested == "auto":
+        return "cuda" if gpu_count > 0 else "cpu"
+    if requested == "cuda" and gpu_count <= 0:
+        raise UsageError(f"--device cuda: {seen_by} sees no GPU; use --device cpu or auto")
+    return requested
+
+
+def check_precision(precision: str, device: str) -> None:
+    """fp16 needs a GPU. ModelConfig refuses an explicit --device cpu; this catches 'auto' falling back to the CPU."""
+    if precision == "fp16" and not device.startswith("cuda"):
+        raise UsageError("fp16 needs a GPU; use --precision bf16 or fp32 on the CPU")
+
+
+def steps_for(examples: int, global_batch: int, given: int | None) -> int:
+    """Steps per epoch or per evaluation: as given, else one pass over ``examples`` (the last batch may be short)."""
+    return given or math.ceil(examples / global_batch)
+
+
+class Span(NamedTuple):
+    """Consecutive examples of the learnable synthetic set (``trainbench.data.synthetic.learnable_examples``)."""
+
+    start: int
+    count: int
+
+
+def synthetic_split(config: TrainConfig) -> tuple[Span, Span]:
+    """The training and the evaluation examples of the synthetic set. Evaluation takes the indices right after the
+    training ones: the same seed, hence the same class colours, but never an example trained on."""
+    train = Span(0, config.synthetic_train_examples)
+    return train, Span(train.count, config.synthetic_eval_examples)

@@ -50,12 +50,11 @@ from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainCo
 from trainbench.data import tf_pipeline
 from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
 from trainbench.data.synthetic import learnable_examples
+from trainbench.engines.base import CHECKPOINTS_KEPT, check_precision, resolve_device, steps_for, synthetic_split
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
 _POLICIES = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
-_OOM_MARKERS = ("oom when allocating", "out of memory", "failed to allocate")
-_CHECKPOINTS_KEPT = 3
 
 
 # --- devices and strategy -------------------------------------------------------------------------------------
@@ -71,22 +70,12 @@ def _gpus() -> list[Any]:
     return gpus
 
 
-def _resolve_device(requested: str) -> str:
-    if requested == "auto":
-        return "cuda" if _gpus() else "cpu"
-    if requested == "cuda" and not _gpus():
-        raise UsageError("device cuda requested but TensorFlow sees no GPU")
-    if requested not in ("cpu", "cuda"):
-        raise UsageError(f"unknown device {requested!r}: choose one of auto, cpu, cuda")
-    return requested
-
-
 def _strategy(model: ModelConfig) -> tf.distribute.Strategy:
     """MirroredStrategy over all GPUs when there are several, else one device (also the CPU on a GPU machine)."""
-    device = _resolve_device(model.device)
-    if device == "cpu" and model.precision == "fp16":
-        raise UsageError("fp16 needs a GPU; use --precision bf16 or fp32 on the CPU")
-    if device == "cuda" and len(_gpus()) > 1:
+    gpus = len(_gpus())
+    device = resolve_device(model.device, gpus, "TensorFlow")
+    check_precision(model.precision, device)
+    if device == "cuda" and gpus > 1:
         return tf.distribute.MirroredStrategy()
     return tf.distribute.OneDeviceStrategy("/gpu:0" if device == "cuda" else "/cpu:0")
 
@@ -254,15 +243,12 @@ def _pad_to_batches(images: np.ndarray, labels: np.ndarray, batch: int) -> tuple
 def _synthetic_datasets(config: TrainConfig, global_batch: int) -> tuple[tf.data.Dataset, tf.data.Dataset]:
     """The learnable synthetic set: endless shuffled training batches, endless passes over the evaluation set."""
     model = config.model
-    train = config.synthetic_train_examples
-    # Evaluation examples are the indices right after the training ones: same seed, same class colours.
-    train_set = learnable_examples(0, train, model.image_size, model.num_classes, model.seed)
-    eval_set = learnable_examples(
-        train, config.synthetic_eval_examples, model.image_size, model.num_classes, model.seed
-    )
+    train_span, eval_span = synthetic_split(config)
+    train_set = learnable_examples(*train_span, model.image_size, model.num_classes, model.seed)
+    eval_set = learnable_examples(*eval_span, model.image_size, model.num_classes, model.seed)
     train_data = (
         tf.data.Dataset.from_tensor_slices(train_set)
-        .shuffle(train, seed=model.seed, reshuffle_each_iteration=True)
+        .shuffle(train_span.count, seed=model.seed, reshuffle_each_iteration=True)
         .repeat()
         # Full batches only (static shapes, even split over replicas); a batch may straddle two passes.
         .batch(global_batch, drop_remainder=True)
@@ -305,8 +291,8 @@ class _Trainer:
         self._files = (*source.train, *source.evaluation) if source else ()  # named when a record is corrupt
         train_count = record_count(source.train) if source else config.synthetic_train_examples
         eval_count = record_count(source.evaluation) if source else config.synthetic_eval_examples
-        self.steps_per_epoch: int = config.steps_per_epoch or math.ceil(train_count / self.global_batch)
-        self.eval_steps: int = config.eval_steps or math.ceil(eval_count / self.global_batch)
+        self.steps_per_epoch: int = steps_for(train_count, self.global_batch, config.steps_per_epoch)
+        self.eval_steps: int = steps_for(eval_count, self.global_batch, config.eval_steps)
         if source:
             train_data, eval_data = _record_datasets(config, source, self.global_batch, eval_count)
         else:
@@ -385,7 +371,7 @@ class _Trainer:
         directory = Path(directory)
         if directory not in self._managers:
             self._managers[directory] = tf.train.CheckpointManager(
-                self._checkpoint, str(directory), max_to_keep=_CHECKPOINTS_KEPT
+                self._checkpoint, str(directory), max_to_keep=CHECKPOINTS_KEPT
             )
         return self._managers[directory]
 
@@ -425,25 +411,9 @@ class TensorFlowEngine:
             "tf_xla_flags": os.environ.get("TF_XLA_FLAGS", ""),
         }
 
-    def resolve_device(self, requested: str) -> str:
-        return _resolve_device(requested)
-
     def make_runner(self, config: BenchConfig) -> _Runner:
         parts = _build_parts(config.model, config.optimizer, _strategy(config.model), config.batch_size)
         return _Runner(parts, config.model, config.batch_size, config.data)
-
-    def is_out_of_memory(self, error: BaseException) -> bool:
-        seen: set[int] = set()
-        current: BaseException | None = error
-        while current is not None and id(current) not in seen:  # also when wrapped (raise ... from oom)
-            seen.add(id(current))
-            if isinstance(current, tf.errors.ResourceExhaustedError | MemoryError):
-                return True
-            message = str(current).lower()
-            if any(marker in message for marker in _OOM_MARKERS):
-                return True
-            current = current.__cause__ or current.__context__
-        return False
 
     def make_trainer(self, config: TrainConfig) -> _Trainer:
         return _Trainer(config)

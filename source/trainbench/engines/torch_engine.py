@@ -25,6 +25,7 @@ from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainCo
 from trainbench.data import torch_pipeline
 from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples
+from trainbench.engines.base import CHECKPOINTS_KEPT, check_precision, resolve_device, steps_for, synthetic_split
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
@@ -32,32 +33,20 @@ StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 Batch = tuple[torch.Tensor, torch.Tensor]
 
 _AUTOCAST_DTYPES: dict[str, torch.dtype | None] = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
-# Host allocation failures reach Python as plain RuntimeErrors; only the message tells them apart.
-# CUBLAS_STATUS_ALLOC_FAILED is cuBLAS failing to get workspace when the GPU is full.
-_OOM_MESSAGES = (
-    "DefaultCPUAllocator: can't allocate memory",
-    "not enough memory",
-    "out of memory",
-    "CUBLAS_STATUS_ALLOC_FAILED",
-)
 _CHECKPOINT = re.compile(r"epoch-(\d+)\.pt")
 
 
 # --- shared construction: model, optimizer, one training step ---------------------------------------------------
 
 
-def _resolve_device(requested: str) -> str:
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise UsageError("device 'cuda' requested but PyTorch sees no GPU; use --device cpu or auto")
-    return requested
+def _device(model_config: ModelConfig) -> str:
+    """The device to run on ('cpu' or 'cuda'), refusing what this machine cannot run."""
+    device = resolve_device(model_config.device, torch.cuda.device_count(), "PyTorch")
+    check_precision(model_config.precision, device)
+    return device
 
 
-def _prepare_device(model_config: ModelConfig, device: str) -> None:
-    if model_config.precision == "fp16" and torch.device(device).type != "cuda":
-        # ModelConfig rejects an explicit cpu; this catches 'auto' falling back to the CPU.
-        raise UsageError("fp16 needs a GPU; use --precision bf16 or fp32 on the CPU")
+def _prepare_device(device: str) -> None:
     if torch.device(device).type == "cuda":
         torch.backends.cudnn.benchmark = True  # fixed input shapes: let cuDNN pick the fastest algorithms
 
@@ -141,6 +130,7 @@ class _Runner:
 
     def __init__(self, config: BenchConfig, device: str) -> None:
         model = config.model
+        self.images_per_step: int = config.batch_size  # one process, one device
         self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device)
         self._cuda = torch.device(device).type == "cuda"
         self._train_step = self._parts.step
@@ -184,11 +174,11 @@ class _Trainer:
         model = config.model
         self._world = int(os.environ.get("WORLD_SIZE", "1"))
         self._rank = int(os.environ.get("RANK", "0"))
-        device = _resolve_device(model.device)
+        device = _device(model)
         wrap: Callable[[nn.Module], nn.Module] | None = None
         if self._world > 1:
             device, wrap = self._init_distributed(config, device)
-        _prepare_device(model, device)
+        _prepare_device(device)
         self._device = device
         self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device, wrap)
         self._smoothing = config.optimizer.label_smoothing
@@ -210,16 +200,16 @@ class _Trainer:
 
     def _init_synthetic_data(self, config: TrainConfig) -> None:
         model, device = config.model, self._device
-        train_n, eval_n = config.synthetic_train_examples, config.synthetic_eval_examples
+        train_span, eval_span = synthetic_split(config)
+        eval_n = eval_span.count
 
         def examples(start: int, count: int) -> tuple[torch.Tensor, ...]:
             arrays = learnable_examples(start, count, model.image_size, model.num_classes, model.seed)
             return _on_device(*arrays, device, model.channels_last)
 
-        # Evaluation examples are indices past the training set: same seed, hence the same class colours.
-        self._train, self._eval = examples(0, train_n), examples(train_n, eval_n)
-        self.steps_per_epoch = config.steps_per_epoch or math.ceil(train_n / config.batch_size)
-        self.eval_steps = config.eval_steps or math.ceil(eval_n / config.batch_size)
+        self._train, self._eval = examples(*train_span), examples(*eval_span)
+        self.steps_per_epoch = steps_for(train_span.count, config.batch_size, config.steps_per_epoch)
+        self.eval_steps = steps_for(eval_n, config.batch_size, config.eval_steps)
         # With the default eval_steps every evaluation example is seen once; a larger count cycles the set.
         self._eval_total = config.eval_steps * config.batch_size if config.eval_steps else eval_n
         # The order of training examples: pass p over the set is a permutation seeded by (seed, p), so the
@@ -237,8 +227,8 @@ class _Trainer:
         self._train_batches = torch_pipeline.batches(loader(True), self._device, self._channels_last, endless=True)
         self._eval_loader = loader(False)
         self._cycle_eval = config.eval_steps is not None  # a given step count may need more than one pass
-        self.steps_per_epoch = config.steps_per_epoch or math.ceil(count_examples(source, True) / config.batch_size)
-        self.eval_steps = config.eval_steps or math.ceil(count_examples(source, False) / config.batch_size)
+        self.steps_per_epoch = steps_for(count_examples(source, True), config.batch_size, config.steps_per_epoch)
+        self.eval_steps = steps_for(count_examples(source, False), config.batch_size, config.eval_steps)
 
     def _init_distributed(self, config: TrainConfig, device: str) -> tuple[str, Callable[[nn.Module], nn.Module]]:
         """One process per GPU, started by torchrun. Not testable on this project's CPU-only CI machine."""
@@ -350,15 +340,16 @@ class _Trainer:
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(temporary, final)
+            for _, stale in _checkpoints(directory)[:-CHECKPOINTS_KEPT]:  # only once the new one is in place
+                stale.unlink()
         if self._world > 1:
             torch.distributed.barrier()  # no rank may restore or move on before the file exists
 
     def restore(self, directory: Path) -> int:
-        found = [(int(match[1]), path) for path in Path(directory).glob("epoch-*.pt")
-                 if (match := _CHECKPOINT.fullmatch(path.name))]
+        found = _checkpoints(directory)
         if not found:
             return 0
-        _, path = max(found)
+        _, path = found[-1]
         state = torch.load(path, map_location=self._device, weights_only=True)
         parts = self._parts
         parts.model.load_state_dict(state["model"])
@@ -369,6 +360,12 @@ class _Trainer:
             self._pass, self._cursor = state["data_position"]
             self._order = self._permutation(self._pass)
         return int(state["epoch"])
+
+
+def _checkpoints(directory: Path) -> list[tuple[int, Path]]:
+    """The complete checkpoints in ``directory`` as (epoch, path), oldest first."""
+    return sorted((int(match[1]), path) for path in Path(directory).glob("epoch-*.pt")
+                  if (match := _CHECKPOINT.fullmatch(path.name)))
 
 
 # --- the engine -------------------------------------------------------------------------------------------------
@@ -389,18 +386,10 @@ class TorchEngine:
             "threads": torch.get_num_threads(),
         }
 
-    def resolve_device(self, requested: str) -> str:
-        return _resolve_device(requested)
-
     def make_runner(self, config: BenchConfig) -> _Runner:
-        device = _resolve_device(config.model.device)
-        _prepare_device(config.model, device)
+        device = _device(config.model)
+        _prepare_device(device)
         return _Runner(config, device)
-
-    def is_out_of_memory(self, error: BaseException) -> bool:
-        if isinstance(error, (torch.OutOfMemoryError, MemoryError)):
-            return True
-        return isinstance(error, RuntimeError) and any(message in str(error) for message in _OOM_MESSAGES)
 
     def make_trainer(self, config: TrainConfig) -> _Trainer:
         return _Trainer(config)

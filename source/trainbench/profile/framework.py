@@ -11,6 +11,7 @@ from typing import Any
 
 from trainbench.config import ProfileConfig
 from trainbench.errors import UsageError
+from trainbench.results.files import batch_file
 
 TORCH_TRACE = "trace.json"  # Chrome trace: chrome://tracing, Perfetto, or TensorBoard's profile plugin
 TORCH_OPERATORS = "operators.csv"
@@ -113,7 +114,7 @@ class TfProfilerHooks:
 
 
 def trace_dir_for(run_dir: Path, batch_size: int) -> Path:
-    return run_dir / f"batch_{batch_size}"
+    return batch_file(run_dir, batch_size)
 
 
 class FrameworkProfiler:

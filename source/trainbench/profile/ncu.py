@@ -15,6 +15,7 @@ from trainbench.analysis.coreutil import CORES, analyze_file
 from trainbench.errors import UsageError
 from trainbench.profile.gpu_target import GpuTarget
 from trainbench.profile.tools import counter_permission_failure, find_binary
+from trainbench.results.files import batch_file
 
 SUFFIX = ".avg.pct_of_peak_sustained_elapsed"  # share of all elapsed cycles, as the original suite reported
 WEIGHTS = ("gpc__cycles_elapsed.max", "gpu__time_duration.sum")  # coreutil's weight; the duration for reading
@@ -90,12 +91,12 @@ class Ncu:
     def command(self, run_dir: Path, batch_size: int) -> list[str]:
         return [self.binary, "--profile-from-start", "off", "--target-processes", "all", "--csv",
                 "--print-units", "base", "--clock-control", self.clock_control, "--metrics", ",".join(self.metrics),
-                "--log-file", str(run_dir / f"batch_{batch_size}.csv")]
+                "--log-file", str(batch_file(run_dir, batch_size, ".csv"))]
 
     def analyze(self, run_dir: Path, batch_size: int) -> dict[str, Any]:
-        result = analyze_file(run_dir / f"batch_{batch_size}.csv")
+        result = analyze_file(batch_file(run_dir, batch_size, ".csv"))
         # Which kernels the averages come from: the "why" behind each batch size's row.
-        result.per_kernel.to_csv(run_dir / f"batch_{batch_size}.kernels.csv")
+        result.per_kernel.to_csv(batch_file(run_dir, batch_size, ".kernels.csv"))
         return {"kernels": result.launches,
                 **{core: result.cores[core].value for core in CORES},
                 **{f"{core}_metric": result.cores[core].metric for core in CORES}}

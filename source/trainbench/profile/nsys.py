@@ -6,7 +6,6 @@ from the export (kernel intervals clipped to the window and merged across stream
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from trainbench.errors import UsageError
 from trainbench.profile.gpu_target import GpuTarget
 from trainbench.profile.tools import find_binary
+from trainbench.results.files import batch_file, write_json_atomic
 
 TRACES = "cuda,nvtx,cudnn,cublas"
 
@@ -43,7 +43,7 @@ class Nsys:
     def command(self, run_dir: Path, batch_size: int) -> list[str]:
         return [self.binary, "profile", "--capture-range=cudaProfilerApi", "--capture-range-end=stop",
                 f"--trace={TRACES}", "--sample=none", "--cpuctxsw=none", "--force-overwrite=false",
-                "--output", str(run_dir / f"batch_{batch_size}")]
+                "--output", str(batch_file(run_dir, batch_size))]
 
     def export(self, report: Path) -> Path:
         database = report.with_suffix(".sqlite")
@@ -57,11 +57,11 @@ class Nsys:
     def analyze(self, run_dir: Path, batch_size: int) -> dict[str, Any]:
         from trainbench.analysis.timeline import summarize
 
-        report = run_dir / f"batch_{batch_size}.nsys-rep"
+        report = batch_file(run_dir, batch_size, ".nsys-rep")
         if not report.exists():
             raise UsageError(missing_report(report))
         summary = summarize(self.export(report))
-        (run_dir / f"batch_{batch_size}.timeline.json").write_text(json.dumps(summary, indent=2) + "\n")
+        write_json_atomic(batch_file(run_dir, batch_size, ".timeline.json"), summary)
         top = summary["top_kernels"]
         return {
             "gpu_busy_fraction": summary["gpu_busy_fraction"],

@@ -12,6 +12,7 @@ from trainbench.analysis.nvprof_trace import summarize_gpu_trace
 from trainbench.errors import UsageError
 from trainbench.profile.gpu_target import GpuTarget
 from trainbench.profile.tools import counter_permission_failure, find_binary
+from trainbench.results.files import batch_file
 
 LAST_SUPPORTED = (8, 0)  # first compute capability nvprof refuses
 
@@ -34,13 +35,13 @@ class Nvprof:
         self.binary = find_binary("nvprof", "CUDA 11 or older; CUDA 12 and later ship no nvprof")
 
     def command(self, run_dir: Path, batch_size: int) -> list[str]:
-        stem = run_dir / f"batch_{batch_size}"
+        stem = batch_file(run_dir, batch_size)
         return [self.binary, "--profile-from-start", "off", "--export-profile", f"{stem}.nvvp",
                 "--print-gpu-trace", "--csv", "--log-file", f"{stem}.gputrace.csv"]
 
     def analyze(self, run_dir: Path, batch_size: int) -> dict[str, Any]:
-        nvvp = run_dir / f"batch_{batch_size}.nvvp"
-        trace = run_dir / f"batch_{batch_size}.gputrace.csv"
+        nvvp = batch_file(run_dir, batch_size, ".nvvp")
+        trace = batch_file(run_dir, batch_size, ".gputrace.csv")
         if not nvvp.exists():
             raise UsageError(f"{nvvp}: nvprof wrote no profile (see the log)")
         summary = summarize_gpu_trace(trace)  # a UsageError naming the file when it holds no trace

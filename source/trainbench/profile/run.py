@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from trainbench.bench.store import create_fresh_dir, worker_file, write_csv_atomic, write_json_atomic
 from trainbench.bench.sweep import run_worker
 from trainbench.config import BenchConfig, ProfileConfig, to_dict
 from trainbench.errors import UsageError
@@ -22,9 +21,13 @@ from trainbench.profile.nsys import Nsys
 from trainbench.profile.nvprof import Nvprof
 from trainbench.profile.tools import Profiler
 from trainbench.report.plot import plot_against_batch_size
+from trainbench.results.files import create_fresh_dir, write_json_atomic
+from trainbench.results.records import Status
+from trainbench.results.store import RunStore
 from trainbench.telemetry.env import collect_env
 
 EXTERNAL = ("ncu", "nsys", "nvprof")
+PROFILE_WORKER = "trainbench.profile.worker"
 LOG_HEAD_CHARS = 1 << 20
 
 
@@ -38,31 +41,13 @@ def make_profiler(name: str, metrics: list[str] | None = None, clock_control: st
     return FrameworkProfiler(name)
 
 
-class ProfileRun:
+class ProfileRun(RunStore):
     """profile.json (settings and every batch size's record), summary.csv (one row per batch size), logs/."""
 
+    summary_name = "profile.json"
+
     def __init__(self, path: Path, header: dict[str, Any], fields: Sequence[str]) -> None:
-        self.path = path
-        self.header = header
-        self.fields = ("batch_size", "status", *fields, "profiled_iterations", "error")
-        self.results: list[dict[str, Any]] = []
-        (path / "logs").mkdir(exist_ok=True)
-        self._write()
-
-    def log_path(self, batch_size: int) -> Path:
-        return worker_file(self.path, batch_size, ".log")
-
-    def add(self, result: dict[str, Any], warmup_s: Sequence[float] = (), step_s: Sequence[float] = ()) -> None:
-        self.results.append(dict(result))
-        self._write()
-
-    def update_last(self, fields: dict[str, Any]) -> None:
-        self.results[-1].update(fields)
-        self._write()
-
-    def _write(self) -> None:
-        write_json_atomic(self.path / "profile.json", {**self.header, "results": self.results})
-        write_csv_atomic(self.path / "summary.csv", self.fields, self.results)
+        super().__init__(path, header, ("batch_size", "status", *fields, "profiled_iterations", "error"))
 
 
 def check_profiler(name: str, profiler: Profiler, configs: Sequence[BenchConfig], log_dir: Path) -> GpuTarget | None:
@@ -98,20 +83,21 @@ def profile_batch(config: BenchConfig, profiler: Profiler, store: ProfileRun, ti
     except a refusal that every batch size would meet (counter permissions)."""
     batch = config.batch_size
     prefix = profiler.command(store.path, batch)
-    payload = run_worker(config, store, timeout_s, prefix=prefix)
+    outcome = run_worker(config, store, timeout_s, prefix=prefix, worker=PROFILE_WORKER)
     log_text = store.log_path(batch).read_text(errors="replace")
     refusal = profiler.explain_failure(log_text + profiler_log_text(prefix))
     if refusal is not None:
-        store.update_last({"status": "error", "error": refusal})
+        store.replace_last(store.last.replace(status=Status.ERROR, error=refusal))
         raise UsageError(refusal)
-    if payload["result"]["status"] != "ok":
+    if not outcome.result.ok:
         return
     try:
-        store.update_last(profiler.analyze(store.path, batch))
+        store.replace_last(store.last.replace(**profiler.analyze(store.path, batch)))
     except UsageError as error:
-        store.update_last({"status": "error", "error": str(error)})
-    if payload["returncode"] != 0 and store.results[-1]["status"] == "ok":
-        store.update_last({"error": f"{profiler.name} exited with status {payload['returncode']} (see the log)"})
+        store.replace_last(store.last.replace(status=Status.ERROR, error=str(error)))
+    if outcome.returncode != 0 and store.last.ok:
+        store.replace_last(store.last.replace(
+            error=f"{profiler.name} exited with status {outcome.returncode} (see the log)"))
 
 
 def run_profile(
@@ -144,9 +130,9 @@ def run_profile(
         echo(f"batch size {config.batch_size}: {window.tool} over iterations {window.start_iteration}.."
              f"{window.stop_iteration - 1} (log: {store.log_path(config.batch_size)})")
         profile_batch(with_window(config, window, run_dir), profiler, store, timeout_s)
-        result = store.results[-1]
-        detail = f": {result['error']}" if result["error"] else ""
-        echo(f"batch size {config.batch_size}: {result['status']}{detail}")
+        result = store.last
+        detail = f": {result.error}" if result.error else ""
+        echo(f"batch size {config.batch_size}: {result.status}{detail}")
         plot_profile(profiler, store, window)
     return store
 
@@ -158,5 +144,6 @@ def plot_profile(profiler: Profiler, store: ProfileRun, window: ProfileConfig) -
     model = store.header["model"]
     title = (f"ResNet-50 {model['framework']} {model['precision']}, {window.tool}, iterations "
              f"{window.start_iteration}..{window.stop_iteration - 1}")
-    lines = {label: (store.results, field) for label, field in profiler.plot_fields}
+    rows = store.rows()
+    lines = {label: (rows, field) for label, field in profiler.plot_fields}
     plot_against_batch_size(lines, store.path / "summary.png", title, profiler.plot_ylabel)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from trainbench.bench.stats import summarize
+from trainbench.bench.stats import images_per_sec
 from trainbench.config import BenchConfig, ProfileConfig
 from trainbench.engines.base import StepRunner
 from trainbench.profile.markers import markers_for
 from trainbench.profile.window import CaptureHooks, WindowHooks, WindowRecorder, profile_window
+from trainbench.results.records import BatchResult, Status
 
 
 def framework_hooks(window: ProfileConfig, framework: str, device: str) -> list[WindowHooks]:
@@ -28,7 +28,7 @@ def framework_hooks(window: ProfileConfig, framework: str, device: str) -> list[
     return [TfProfilerHooks(trace_dir)]
 
 
-def profile_run(config: BenchConfig, runner: StepRunner) -> dict[str, Any]:
+def profile_run(config: BenchConfig, runner: StepRunner) -> BatchResult:
     """Run the configured window on ``runner``; the result says which iterations the window held."""
     window = config.profile
     assert window is not None, "profile_run needs a configuration with a profile window"
@@ -39,14 +39,10 @@ def profile_run(config: BenchConfig, runner: StepRunner) -> dict[str, Any]:
     hooks = [recorder, CaptureHooks(markers_for(model.framework, model.device)),
              *framework_hooks(window, model.framework, model.device)]
     timing = profile_window(runner, window, hooks)
-    images_per_step = getattr(runner, "images_per_step", config.batch_size)
-    return {
-        "batch_size": config.batch_size,
-        "status": "ok",
-        "error": None,
+    return BatchResult(config.batch_size, Status.OK, None, {
         "profiler": window.tool,
         "profiled_iterations": recorder.iterations,
         # Timed with a profiler attached: how long the window took, never a throughput to compare.
-        "window_images_per_sec": summarize(images_per_step, timing)["images_per_sec"],
+        "profiled_images_per_sec": images_per_sec(runner.images_per_step, len(timing.step_s), timing.window_s),
         "window_s": timing.window_s,
-    }
+    })

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from trainbench.results.records import Status
+
 Results = Sequence[dict[str, Any]]
 
 
@@ -22,11 +24,11 @@ def plot_against_batch_size(lines: Mapping[str, tuple[Results, str]], path: Path
     failed: set[tuple[int, str]] = set()
     one_sweep = len({id(results) for results, _ in lines.values()}) == 1  # lines of one profile: no label on marks
     for label, (results, field) in lines.items():
-        points = [(r["batch_size"], r[field]) for r in results if r["status"] == "ok" and r.get(field) is not None]
+        points = [(r["batch_size"], r[field]) for r in results if r["status"] == Status.OK and r.get(field) is not None]
         axes.plot([b for b, _ in points], [float(v) for _, v in points], marker="o", label=label)
         sizes.update(r["batch_size"] for r in results)
         prefix = "" if one_sweep else f"{label}: "
-        failed.update((r["batch_size"], prefix + r["status"]) for r in results if r["status"] != "ok")
+        failed.update((r["batch_size"], prefix + r["status"]) for r in results if r["status"] != Status.OK)
     for batch, status in sorted(failed):
         axes.axvline(batch, color="tab:red", linestyle=":", linewidth=1)
         axes.annotate(status, (batch, 0), color="tab:red", rotation=90, va="bottom", ha="right", fontsize=8)

@@ -1,9 +1,11 @@
-"""The throughput table printed at the end of a sweep."""
+"""The tables printed at the end of a sweep, from the results model's rows (``BatchResult.to_row``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from trainbench.results.records import Status
 
 COLUMNS = ("batch", "status", "images/s", "step median ms", "p10 ms", "p90 ms", "MAD ms", "steps")
 INPUT_COLUMNS = ("input images/s", "input-bound")  # only for runs on real data
@@ -19,12 +21,12 @@ def _rate(value: float | None) -> str:
 
 
 def _row(result: dict[str, Any], with_input: bool, with_windows: bool) -> tuple[str, ...]:
-    if result["status"] != "ok":
+    if result["status"] != Status.OK:
         cells = (str(result["batch_size"]), result["status"], "", "", "", "", "", "")
     else:
         cells = (
             str(result["batch_size"]),
-            "ok",
+            Status.OK.value,
             f"{result['images_per_sec']:.2f}",
             _ms(result["step_time_median_s"]),
             _ms(result["step_time_p10_s"]),
@@ -48,7 +50,7 @@ def format_table(results: Sequence[dict[str, Any]]) -> str:
     with_windows = any((result.get("windows") or 1) > 1 for result in results)
     header = COLUMNS + (WINDOW_COLUMNS if with_windows else ()) + (INPUT_COLUMNS if with_input else ())
     lines = aligned([header, *(_row(result, with_input, with_windows) for result in results)])
-    lines.extend(f"batch {r['batch_size']} {r['status']}: {r['error']}" for r in results if r["status"] != "ok")
+    lines.extend(f"batch {r['batch_size']} {r['status']}: {r['error']}" for r in results if r["status"] != Status.OK)
     return "\n".join(lines)
 
 
@@ -68,5 +70,5 @@ def format_fields(results: Sequence[dict[str, Any]], fields: Sequence[str], widt
     """Any result rows as a table of ``fields`` (long values cut at ``width``), failures' messages below it."""
     rows = [tuple(fields), *(tuple(_cell(r.get(f))[:width] for f in fields) for r in results)]
     lines = aligned(rows)
-    lines.extend(f"batch {r['batch_size']} {r['status']}: {r['error']}" for r in results if r["status"] != "ok")
+    lines.extend(f"batch {r['batch_size']} {r['status']}: {r['error']}" for r in results if r["status"] != Status.OK)
     return "\n".join(lines)

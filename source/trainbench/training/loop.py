@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from trainbench.config import TrainConfig
+from trainbench.results.files import append_json_line
+from trainbench.results.records import BatchResult
 from trainbench.training.schedule import learning_rate
 from trainbench.training.trainer import Trainer
 
@@ -19,24 +19,17 @@ CHECKPOINTS = "checkpoints"
 FAILURES_FILE = "failures.jsonl"  # why a run stopped early (an allocation failure): one line per stop, kept
 
 
-def _append_line(path: Path, row: dict[str, Any]) -> None:
-    with open(path, "a", encoding="utf-8") as out:
-        out.write(json.dumps(row, sort_keys=True) + "\n")
-        out.flush()
-        os.fsync(out.fileno())
-
-
 def append_metrics(run_dir: Path, row: dict[str, Any]) -> None:
     """One JSON line per epoch, flushed to disk so a crash loses at most the epoch in progress."""
-    _append_line(run_dir / METRICS_FILE, row)
+    append_json_line(run_dir / METRICS_FILE, row)
 
 
-def record_failure(run_dir: Path, failure: dict[str, Any]) -> None:
+def record_failure(run_dir: Path, failure: BatchResult) -> None:
     """Why the run stopped, with the epochs it had finished; a resumed run that stops again adds a line."""
     metrics = run_dir / METRICS_FILE
     finished = len(metrics.read_text().splitlines()) if metrics.exists() else 0
-    _append_line(run_dir / FAILURES_FILE, {**failure, "epochs_finished": finished,
-                                           "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    append_json_line(run_dir / FAILURES_FILE, {**failure.to_row(), "epochs_finished": finished,
+                                               "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
 
 
 def _silent(_: str) -> None:

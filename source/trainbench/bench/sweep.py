@@ -134,8 +134,10 @@ def measure_throughput(
     output: Path,
     echo: Callable[[str], None],
     timeout_s: float | None = None,
+    run_dir: Path | None = None,
 ) -> ThroughputRun:
-    """A whole sweep (one model configuration, several batch sizes) into a new run folder under ``output``."""
+    """A whole sweep (one model configuration, several batch sizes) into a new run folder under ``output``, or into
+    ``run_dir`` (a campaign's folder for this run, already made and empty)."""
     model = configs[0].model
     header = {
         "framework": model.framework,
@@ -148,7 +150,7 @@ def measure_throughput(
         "timed_steps": configs[0].steps,
         "sync_every_step": configs[0].sync_every_step,
     }
-    run_dir = create_run_dir(output, f"{model.framework}_{model.precision}_{model.device}")
+    run_dir = run_dir or create_run_dir(output, f"{model.framework}_{model.precision}_{model.device}")
     env = collect_env(sys.argv)
     write_json_atomic(run_dir / "env.json", env)
     store = ThroughputRun(run_dir, header)

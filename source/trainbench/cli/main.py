@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "coreutil_cmd",
     "input_bench_cmd",
     "profile_cmd",
+    "campaign_cmd",
 )
 
 
@@ -38,6 +39,13 @@ def parse_command_line(argv: list[str] | None) -> argparse.Namespace:
     """The parsed options; what nobody recognised is named with its subcommand (argparse leaves that to the
     top-level parser, which cannot tell whose options were meant)."""
     args, unknown = build_parser().parse_known_args(argv)
+    # A command's trailing positionals (campaign's key=value overrides) that argparse left unmatched because an
+    # option stood between them: argparse matches a nargs="*" positional only once.
+    trailing = getattr(args, "trailing_positionals", None)
+    if trailing is not None:
+        words = [word for word in unknown if not word.startswith("-")]
+        setattr(args, trailing, [*getattr(args, trailing), *words])
+        unknown = [word for word in unknown if word.startswith("-")]
     if unknown:
         raise UsageError(f"{args.command}: unrecognized arguments: {' '.join(unknown)}")
     return args

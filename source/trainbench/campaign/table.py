@@ -1,0 +1,375 @@
+"""A campaign's results table (``results.csv``), rebuilt from its finished run folders, and its summary.
+
+Only finished runs count: folders named ``run_<repetition>_<config>_ret_<return code>``; ``_inprogress``,
+``_abandoned-<k>`` and ``_refused`` folders are ignored. Rows are in planned-run order, one per run x batch size x
+timed window (a tidy table: filter and group it with pandas, no cleaning needed). Columns, in order:
+
+- ``run``: the planned run number (``--dry-run``'s first column, ``--only``'s argument); ``repetition``;
+  ``experiment`` (the experiment's index in the plan); ``config`` (its config string, as in the folder's name).
+- One column per axis of the matrix except batch_size, named as in the matrix (``framework``, ``precision``,
+  ``image_size``, ``data``, ``xla``...): the run's values (the union over runs; empty where a run lacks one).
+- ``batch_size``; ``window``: the timed window (0, 1... with ``windows: N``), empty for a batch size with no
+  measurement (a failure: one row) and for a profiled one.
+- ``window_images_per_sec``: that window's own images/s; ``images_per_sec``: over all windows of the batch size
+  together (all timed images / all timed time), repeated on each of its rows.
+- ``step_time_median_s``, ``step_time_p10_s``, ``step_time_p90_s``, ``step_time_mad_s`` (over every timed step of
+  the batch size), ``timed_steps``, ``warmup_steps``, ``input_images_per_sec`` and ``input_bound`` (real data only).
+- ``status`` (ok, oom, error, interrupted), ``error`` (why it failed, or a warning on an ok result).
+- ``return_code`` (from the folder's name: 0 when every batch size was measured) and ``run_folder`` (its name).
+- A profiled run (a ``profiler`` other than none) has one row per batch size, its images columns empty (images/s
+  under a profiler are no throughput), and its profile record's values (``profiled_iterations``,
+  ``profiled_images_per_sec``, ``window_s``, the profiler's own summary columns...) in extra columns after all
+  the others, in the order first seen.
+
+A run folder that cannot be read (a bad ``campaign_run.json``, an unreadable summary) is one row with status
+``error`` and the problem, naming the file, in ``error``; the table is built anyway.
+
+``COLUMNS`` is the one list of the fixed columns (the axis columns go after ``config``): a column added later is
+appended to it, so that existing columns keep their places.
+
+The summary (``trainbench campaign summary DIR``) has one row per configuration (config and batch size) over its
+repetitions: ``runs`` (repetitions with a result), ``ok``, the median, min and max of the ok repetitions'
+images_per_sec, ``spread_pct`` ((max - min) / median x 100) and ``cv_pct`` (standard deviation / mean x 100,
+ddof 1: empty with one repetition).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from trainbench.campaign.matrix import AXES, NO_PROFILER
+from trainbench.errors import UsageError
+from trainbench.report.table import aligned
+from trainbench.results.files import write_text_atomic
+from trainbench.results.records import BatchResult, RecordError, Status, format_of
+from trainbench.results.store import read_summary
+
+RUN_FILE = "campaign_run.json"
+TABLE_FILE = "results.csv"
+SUMMARY_FILE = "summary.json"  # a throughput run's, directly in the run folder
+PROFILE_FILE = "profile.json"  # a profiled run's, in profiled_data_<profiler>/
+
+AXES_AFTER = "config"  # the axis columns are inserted after this one
+COLUMNS: tuple[str, ...] = (
+    "run",
+    "repetition",
+    "experiment",
+    "config",
+    "batch_size",
+    "window",
+    "window_images_per_sec",
+    "images_per_sec",
+    "step_time_median_s",
+    "step_time_p10_s",
+    "step_time_p90_s",
+    "step_time_mad_s",
+    "timed_steps",
+    "warmup_steps",
+    "input_images_per_sec",
+    "input_bound",
+    "status",
+    "error",
+    "return_code",
+    "run_folder",
+    # later issues: append new fixed columns here
+)
+# A result's values copied as they are (the per-window and over-all images/s are set row by row).
+RESULT_VALUES = ("images_per_sec", "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "step_time_mad_s",
+                 "timed_steps", "warmup_steps", "input_images_per_sec", "input_bound")
+IMAGES_COLUMNS = ("window_images_per_sec", "images_per_sec")  # left empty on a profiled run's rows
+
+SUMMARY_COLUMNS = ("config", "batch_size", "runs", "ok", "images_per_sec_median", "images_per_sec_min",
+                   "images_per_sec_max", "spread_pct", "cv_pct")
+
+# run_<repetition>_<config>_ret_<return code>; the config string never holds "_ret_<digits>" at its end
+_FINISHED = re.compile(r"run_(\d+)_(.+)_ret_(-?\d+)")
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """A finished run's folder, with what its name says."""
+
+    path: Path
+    repetition: int
+    config: str
+    return_code: int
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """campaign_run.json: which planned run the folder holds."""
+
+    run: int
+    repetition: int
+    experiment: int
+    config: str
+    values: dict[str, Any]
+
+
+# --- reading the folders -----------------------------------------------------------------------------------------
+
+
+def finished_folders(campaign_dir: Path) -> list[RunFolder]:
+    """The folders of finished runs, by name (anything else in the campaign folder is ignored)."""
+    folders = []
+    for path in campaign_dir.glob("run_*_ret_*"):
+        match = _FINISHED.fullmatch(path.name)
+        if match and path.is_dir():
+            folders.append(RunFolder(path, int(match[1]), match[2], int(match[3])))
+    return folders
+
+
+def read_run_info(path: Path) -> RunInfo:
+    """A campaign_run.json; a UsageError naming the file and the field otherwise."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise UsageError(f"{path}: cannot be read ({error.strerror or error})") from None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise UsageError(f"{path}: not a campaign run file ({type(error).__name__}: {error})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not a campaign run file (not a JSON object)")
+    try:
+        format_of(data)
+    except RecordError as error:
+        raise UsageError(f"{path}: {error}") from None
+    for key in ("run", "repetition", "experiment"):
+        value = data.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise UsageError(f"{path}: {key} is {value!r}, not a whole number >= 0")
+    config, values = data.get("config"), data.get("values")
+    if not isinstance(config, str) or not config:
+        raise UsageError(f"{path}: config is {config!r}, not a config string")
+    if not isinstance(values, dict):
+        raise UsageError(f"{path}: values is {values!r}, not an object of axis values")
+    return RunInfo(data["run"], data["repetition"], data["experiment"], config, values)
+
+
+def _run_columns(folder: RunFolder, info: RunInfo | None) -> Row:
+    """The columns every row of a run shares; from the folder's name where its run file is unreadable."""
+    row: Row = {"run_folder": folder.path.name, "return_code": folder.return_code}
+    if info is None:
+        return {"repetition": folder.repetition, "config": folder.config, **row}
+    values = {axis: _cell(value) for axis, value in info.values.items() if axis != "batch_size"}
+    return {"run": info.run, "repetition": info.repetition, "experiment": info.experiment, "config": info.config,
+            **values, **row}
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell: nested values (lists, objects) as JSON text."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, list | dict) else value
+
+
+def _window_rates(result: BatchResult) -> list[Any]:
+    """Each timed window's images/s: the stored list, or the one window's when there is no list; none (a
+    failure) when nothing was measured."""
+    rates = result.values.get("window_images_per_sec")
+    if isinstance(rates, list) and rates:
+        return rates
+    overall = result.values.get("images_per_sec")
+    return [] if overall is None else [overall]
+
+
+def throughput_rows(result: BatchResult) -> list[Row]:
+    """One row per timed window of a batch size, or one row with no window when it has no measurement."""
+    common: Row = {"batch_size": result.batch_size, **{name: _cell(result.values.get(name)) for name in RESULT_VALUES},
+                   "status": result.status.value, "error": result.error}
+    rates = _window_rates(result)
+    if not rates:
+        return [common]
+    return [{**common, "window": i, "window_images_per_sec": rate} for i, rate in enumerate(rates)]
+
+
+def _profile_column(name: str) -> bool:
+    """Whether a profile record's value has a column: its own, or a measured one (never a run's, nor images/s)."""
+    if name in IMAGES_COLUMNS or name in AXES:
+        return False
+    return name not in COLUMNS or name in RESULT_VALUES
+
+
+def profile_row(result: BatchResult) -> Row:
+    """One row per batch size: its record's values, except images/s (under a profiler: no throughput) and those
+    naming an axis (the profiler: the run's own value)."""
+    values = {name: _cell(value) for name, value in result.values.items() if _profile_column(name)}
+    return {"batch_size": result.batch_size, **values, "status": result.status.value, "error": result.error}
+
+
+def _summary_path(folder: Path, info: RunInfo) -> Path:
+    profiler = info.values.get("profiler", NO_PROFILER)
+    if profiler == NO_PROFILER:
+        return folder / SUMMARY_FILE
+    return folder / f"profiled_data_{profiler}" / PROFILE_FILE
+
+
+def result_rows(folder: RunFolder, info: RunInfo) -> list[Row]:
+    """The rows of the run's results; UsageError when its summary cannot be read."""
+    path = _summary_path(folder.path, info)
+    if not path.is_file():
+        raise UsageError(f"{path}: missing (the run recorded no result; return code {folder.return_code})")
+    summary = read_summary(path, "campaign run")
+    if not summary.results:
+        raise UsageError(f"{path}: no batch size finished (return code {folder.return_code})")
+    if path.name == PROFILE_FILE:
+        return [profile_row(result) for result in summary.results]
+    return [row for result in summary.results for row in throughput_rows(result)]
+
+
+def _error_row(message: str) -> Row:
+    return {"status": Status.ERROR.value, "error": message}
+
+
+def folder_rows(folder: RunFolder, info: RunInfo | None, problem: str | None) -> list[Row]:
+    """Every row of one run folder; one error row when it cannot be read, so that the table is built anyway."""
+    shared = _run_columns(folder, info)
+    if info is None:
+        return [{**shared, **_error_row(problem or "unreadable")}]
+    try:
+        rows = result_rows(folder, info)
+    except UsageError as error:
+        rows = [_error_row(str(error))]
+    except (OSError, ValueError, TypeError) as error:  # a summary of unexpected shape: say so, go on
+        rows = [_error_row(f"{folder.path}: {type(error).__name__}: {error}")]
+    return [{**shared, **row} for row in rows]
+
+
+def _read_folder(folder: RunFolder) -> tuple[RunInfo | None, str | None]:
+    try:
+        return read_run_info(folder.path / RUN_FILE), None
+    except UsageError as error:
+        return None, str(error)
+
+
+# --- the table -----------------------------------------------------------------------------------------------------
+
+
+def _axis_columns(infos: Iterable[RunInfo | None]) -> list[str]:
+    """The union of the runs' axes: in the matrix's order, unknown names (a newer matrix) after them."""
+    names = dict.fromkeys(name for info in infos if info for name in info.values if name != "batch_size")
+    return [axis for axis in AXES if axis in names] + [name for name in names if name not in AXES]
+
+
+def _columns(rows: Sequence[Row], axes: Sequence[str]) -> list[str]:
+    """COLUMNS with the axis columns after ``config`` and a profiled run's extra columns at the end (in the order
+    first seen)."""
+    known = {*COLUMNS, *axes}
+    extra = dict.fromkeys(name for row in rows for name in row if name not in known)
+    at = COLUMNS.index(AXES_AFTER) + 1
+    return [*COLUMNS[:at], *axes, *COLUMNS[at:], *extra]
+
+
+def _series(values: Sequence[Any]) -> pd.Series:
+    """A column whose CSV reads back without cleaning: whole numbers without ".0", true/false as True/False."""
+    present = [value for value in values if value is not None]
+    if present and all(isinstance(value, bool) for value in present):
+        return pd.Series(values, dtype="boolean")
+    if present and all(isinstance(value, int) and not isinstance(value, bool) for value in present):
+        return pd.Series(values, dtype="Int64")
+    if present and all(isinstance(value, int | float) and not isinstance(value, bool) for value in present):
+        return pd.Series([math.nan if value is None else value for value in values], dtype="float64")
+    return pd.Series(values, dtype="object")
+
+
+def _frame(rows: Sequence[Row], axes: Sequence[str]) -> pd.DataFrame:
+    columns = _columns(rows, axes)
+    return pd.DataFrame({name: _series([row.get(name) for row in rows]) for name in columns}, columns=columns)
+
+
+def _order(item: tuple[RunFolder, RunInfo | None, str | None]) -> tuple[bool, int, str]:
+    """Planned-run order; unreadable folders (no run number) last, by name."""
+    folder, info, _ = item
+    return info is None, info.run if info else 0, folder.path.name
+
+
+def campaign_table(campaign_dir: Path) -> pd.DataFrame:
+    """The tidy table of every finished run in ``campaign_dir`` (see the module's docstring)."""
+    folders = sorted(((folder, *_read_folder(folder)) for folder in finished_folders(campaign_dir)), key=_order)
+    rows = [row for folder, info, problem in folders for row in folder_rows(folder, info, problem)]
+    return _frame(rows, _axis_columns(info for _, info, _ in folders))
+
+
+def table_text(table: pd.DataFrame) -> str:
+    return table.to_csv(index=False, lineterminator="\n")
+
+
+def write_campaign_table(campaign_dir: Path) -> Path:
+    """``results.csv`` rebuilt from the folders and replaced by rename (never half-written); its path. Concurrent
+    callers are serialised by the runner's lock: this only makes each write whole."""
+    path = campaign_dir / TABLE_FILE
+    write_text_atomic(path, table_text(campaign_table(campaign_dir)))
+    return path
+
+
+# --- the summary ---------------------------------------------------------------------------------------------------
+
+
+def _rates(group: pd.DataFrame) -> pd.Series:
+    ok = group[group["status"] == Status.OK.value]
+    return pd.to_numeric(ok["images_per_sec"], errors="coerce").dropna()
+
+
+def _statistics(rates: pd.Series) -> dict[str, float]:
+    if rates.empty:
+        return {name: math.nan for name in SUMMARY_COLUMNS[4:]}
+    median, low, high = float(rates.median()), float(rates.min()), float(rates.max())
+    cv = float(rates.std(ddof=1) / rates.mean() * 100) if len(rates) > 1 else math.nan
+    return {"images_per_sec_median": median, "images_per_sec_min": low, "images_per_sec_max": high,
+            "spread_pct": (high - low) / median * 100 if median else math.nan, "cv_pct": cv}
+
+
+def _group_order(group: pd.DataFrame, batch_size: Any) -> tuple[float, float]:
+    experiment = pd.to_numeric(group["experiment"], errors="coerce").min()
+    return (math.inf if pd.isna(experiment) else float(experiment),
+            math.inf if pd.isna(batch_size) else float(batch_size))
+
+
+def campaign_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration (config and batch size) over its repetitions: see the module's docstring. Works on
+    campaign_table's frame and on results.csv read back."""
+    # one row per run x batch size: the window rows repeat the batch size's images_per_sec
+    results = table.drop_duplicates(["run_folder", "batch_size"])
+    groups = []
+    for (config, batch_size), group in results.groupby(["config", "batch_size"], dropna=False, sort=False):
+        row = {"config": config, "batch_size": None if pd.isna(batch_size) else int(batch_size),
+               "runs": int(group["run_folder"].nunique()),
+               "ok": int(group.loc[group["status"] == Status.OK.value, "run_folder"].nunique()),
+               **_statistics(_rates(group))}
+        groups.append((_group_order(group, batch_size), row))
+    rows = [row for _, row in sorted(groups, key=lambda item: item[0])]
+    summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    summary["batch_size"] = summary["batch_size"].astype("Int64")
+    return summary
+
+
+def _number(value: Any, digits: int) -> str:
+    return "" if pd.isna(value) else f"{value:.{digits}f}"
+
+
+def _summary_cells(row: pd.Series) -> tuple[str, ...]:
+    batch = "" if pd.isna(row["batch_size"]) else str(int(row["batch_size"]))
+    return (str(row["config"]), batch, str(row["runs"]), str(row["ok"]), str(row["runs"] - row["ok"]),
+            _number(row["images_per_sec_median"], 2), _number(row["images_per_sec_min"], 2),
+            _number(row["images_per_sec_max"], 2), _number(row["spread_pct"], 1), _number(row["cv_pct"], 1))
+
+
+SUMMARY_HEADER = ("config", "batch", "runs", "ok", "failed", "median images/s", "min", "max", "spread %", "CV %")
+
+
+def format_summary(summary: pd.DataFrame) -> str:
+    """The summary as an aligned text table, with a line counting the failed results (a batch size that was not
+    measured, an unreadable run folder)."""
+    if summary.empty:
+        return "no finished runs"
+    lines = aligned([SUMMARY_HEADER, *(_summary_cells(row) for _, row in summary.iterrows())])
+    total, ok = int(summary["runs"].sum()), int(summary["ok"].sum())
+    lines.append(f"{total - ok} of {total} results failed" if ok < total else f"all {total} results ok")
+    return "\n".join(lines)

@@ -1,0 +1,314 @@
+"""A campaign's results table (issue 12): rebuilt from run folders written by the real stores, read back with pandas
+without cleaning, unreadable folders as error rows, and the per-configuration summary over repetitions."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from trainbench.bench.stats import summarize_windows
+from trainbench.bench.store import ThroughputRun
+from trainbench.bench.timing import Window
+from trainbench.campaign.matrix import Experiment, Matrix, load_matrix, planned_runs
+from trainbench.campaign.table import (
+    COLUMNS,
+    TABLE_FILE,
+    campaign_summary,
+    campaign_table,
+    format_summary,
+    write_campaign_table,
+)
+from trainbench.profile.run import ProfileRun
+from trainbench.results.files import temporary_files, write_json_atomic
+from trainbench.results.records import BatchResult, Status
+
+MATRIX = """\
+axes:
+  framework: [torch]
+  precision: [fp32, bf16]
+  batch_size: [2, 4]
+  image_size: [64]
+  channels_last: [false]
+  profiler: [none, torch]
+repeats: 3
+windows: 3
+"""
+RNG = random.Random(12)
+
+
+@pytest.fixture
+def matrix(tmp_path: Path) -> Matrix:
+    path = tmp_path / "matrix.yaml"
+    path.write_text(MATRIX)
+    return load_matrix(path)
+
+
+def timed(batch_size: int, windows: int = 3, steps: int = 4) -> dict[str, Any]:
+    """A batch size's values as the sweep computes them, from random step times; the windows themselves under
+    "_windows" (the store keeps only its fields) for the test to compute its own expectations."""
+    made = []
+    for _ in range(windows):
+        step_s = tuple(RNG.uniform(0.05, 0.2) for _ in range(steps))
+        made.append(Window((RNG.uniform(0.1, 0.3),), step_s, sum(step_s) + RNG.uniform(0.0, 0.01)))
+    return {**summarize_windows(batch_size, made), "_windows": made}
+
+
+def overall_rate(result: BatchResult) -> float:
+    """All timed images over all timed time, from the windows the result was made of."""
+    windows = result.values["_windows"]
+    return result.batch_size * sum(len(w.step_s) for w in windows) / sum(w.window_s for w in windows)
+
+
+def run_file(planned: int, repetition: int, experiment: Experiment) -> dict[str, Any]:
+    return {"run": planned, "repetition": repetition, "experiment": experiment.index, "config": experiment.name,
+            "values": experiment.values}
+
+
+def run_folder(campaign: Path, planned: int, repetition: int, experiment: Experiment, ending: str) -> Path:
+    folder = campaign / f"run_{repetition}_{experiment.name}{ending}"
+    folder.mkdir(parents=True)
+    write_json_atomic(folder / "campaign_run.json", run_file(planned, repetition, experiment))
+    return folder
+
+
+def throughput(folder: Path, results: list[BatchResult]) -> None:
+    store = ThroughputRun(folder, {"framework": "torch", "precision": "fp32", "image_size": 64})
+    for result in results:
+        store.add(result, warmup_s=[0.2], step_s=[0.1, 0.1])
+
+
+def profiled(folder: Path, results: list[BatchResult]) -> None:
+    run_dir = folder / "profiled_data_torch"
+    run_dir.mkdir()
+    store = ProfileRun(run_dir, {"profiler": "torch"}, ("trace", "top_operator"))
+    for result in results:
+        store.add(result)
+
+
+def profile_result(batch_size: int) -> BatchResult:
+    return BatchResult(batch_size, Status.OK, None, {
+        "profiler": "torch", "profiled_iterations": [3, 4], "profiled_images_per_sec": RNG.uniform(5, 50),
+        "window_s": RNG.uniform(0.1, 1), "trace": f"batch_{batch_size}", "top_operator": "aten::conv2d"})
+
+
+OOM = "RuntimeError: CUDA out of memory, tried to allocate 2.00 GiB"
+
+
+@pytest.fixture
+def campaign(tmp_path: Path, matrix: Matrix) -> tuple[Path, dict[str, Any]]:
+    """Planned runs 0..11 (3 repetitions of 4 experiments): finished, failed, profiled, unreadable, in progress,
+    abandoned and never started ones. Returns the folder and what each finished run was given."""
+    plan = planned_runs(matrix)
+    assert [e.index for _, e in plan[:4]] == [0, 1, 2, 3] and plan[4][0] == 1
+    exp = [e for _, e in plan[:4]]  # 0: fp32, 1: fp32 + torch profiler, 2: bf16, 3: bf16 + torch profiler
+    root = tmp_path / "campaign"
+    given: dict[str, Any] = {}
+
+    def ok(batch_size: int, **extra: Any) -> BatchResult:
+        values = {**timed(batch_size), **extra}
+        return BatchResult(batch_size, Status.OK, None, values)
+
+    for planned, repetition in ((0, 0), (4, 1), (8, 2)):  # experiment 0, every repetition
+        folder = run_folder(root, planned, repetition, exp[0], "_ret_0")
+        results = [ok(2, input_images_per_sec=500.0, input_bound=planned == 4), ok(4)]
+        if planned == 4:  # a result from before window lists: one window, no list
+            values = {k: v for k, v in timed(4, windows=1).items() if k != "window_images_per_sec"}
+            results[1] = BatchResult(4, Status.OK, "a warning", values)
+        throughput(folder, results)
+        given[folder.name] = results
+    folder = run_folder(root, 1, 0, exp[1], "_ret_1")
+    profiled(folder, given.setdefault(folder.name, [profile_result(2), BatchResult.failed(4, Status.ERROR, "boom")]))
+    folder = run_folder(root, 2, 0, exp[2], "_ret_1")
+    throughput(folder, given.setdefault(folder.name, [ok(2), BatchResult.failed(4, Status.OOM, OOM)]))
+    corrupt = run_folder(root, 5, 1, exp[1], "_ret_0")
+    (corrupt / "campaign_run.json").write_text('{"run": 5, "repetition": ')
+    profiled(corrupt, [profile_result(2)])
+    bad_summary = run_folder(root, 6, 1, exp[2], "_ret_0")
+    (bad_summary / "summary.json").write_text("[1, 2]")
+    for ending in ("_inprogress", "_abandoned-1", "_refused"):  # ignored: every one holds a whole run
+        profiled(run_folder(root, 3, 0, exp[3], ending), [profile_result(2)])
+    (root / "campaign.json").write_text("{}")
+    return root, {"given": given, "exp": exp, "corrupt": corrupt.name, "bad_summary": bad_summary.name}
+
+
+def read_back(root: Path) -> pd.DataFrame:
+    path = write_campaign_table(root)
+    assert path == root / TABLE_FILE and not temporary_files(path)
+    return pd.read_csv(path)
+
+
+def rows_of(table: pd.DataFrame, folder: str, batch_size: int | None = None) -> pd.DataFrame:
+    rows = table[table["run_folder"] == folder]
+    return rows if batch_size is None else rows[rows["batch_size"] == batch_size]
+
+
+def test_columns_and_run_order(campaign: tuple[Path, dict[str, Any]]) -> None:
+    root, info = campaign
+    table = read_back(root)
+    axes = ["framework", "precision", "image_size", "channels_last", "profiler"]  # matrix.AXES's order
+    profile_extra = ["profiled_iterations", "profiled_images_per_sec", "window_s", "trace", "top_operator"]
+    assert list(table.columns) == [*COLUMNS[:4], *axes, *COLUMNS[4:], *profile_extra]
+    finished = {*info["given"], info["corrupt"], info["bad_summary"]}
+    assert set(table["run_folder"]) == finished  # no in-progress, abandoned or refused folder
+    readable = table[table["run_folder"] != info["corrupt"]]
+    assert readable["run"].is_monotonic_increasing and sorted(set(readable["run"])) == [0, 1, 2, 4, 6, 8]
+    assert table["run_folder"].iloc[-1] == info["corrupt"]  # no run number: last
+    assert table["return_code"].tolist() == [int(name.rsplit("_", 1)[1]) for name in table["run_folder"]]
+
+
+def test_windows_results_and_failures(campaign: tuple[Path, dict[str, Any]]) -> None:
+    root, info = campaign
+    table = read_back(root)
+    exp = info["exp"]
+    for name, results in info["given"].items():
+        if "prof_torch" in name:
+            continue
+        for result in results:
+            rows = rows_of(table, name, result.batch_size)
+            values = result.values
+            assert set(rows["status"]) == {result.status.value}
+            if not result.ok:  # one row, nothing measured
+                assert len(rows) == 1 and math.isnan(rows["window"].iloc[0]) and rows["error"].iloc[0] == result.error
+                assert rows[["window_images_per_sec", "images_per_sec", "timed_steps"]].isna().all(axis=None)
+                continue
+            windows = values["_windows"]
+            steps = [step for window in windows for step in window.step_s]
+            rates = [result.batch_size * len(w.step_s) / w.window_s for w in windows]
+            overall = overall_rate(result)
+            assert rows["window"].tolist() == list(range(len(windows)))
+            assert rows["window_images_per_sec"].tolist() == pytest.approx(rates, rel=1e-12)
+            assert rows["images_per_sec"].tolist() == pytest.approx([overall] * len(windows), rel=1e-12)
+            assert rows["step_time_median_s"].tolist() == pytest.approx([np.median(steps)] * len(windows))
+            assert rows["step_time_p90_s"].tolist() == pytest.approx([np.percentile(steps, 90)] * len(windows))
+            assert rows["timed_steps"].tolist() == [len(steps)] * len(windows)
+            assert rows["warmup_steps"].tolist() == [len(windows)] * len(windows)
+            assert (rows["config"] == name.split("_", 2)[2].rsplit("_ret_", 1)[0]).all()
+    first = rows_of(table, f"run_0_{exp[0].name}_ret_0", 2)
+    assert first["window_images_per_sec"].median() == pytest.approx(info["given"][first["run_folder"].iloc[0]][0]
+                                                                    .values["images_per_sec_median"])
+    assert rows_of(table, f"run_1_{exp[0].name}_ret_0", 2)["input_bound"].tolist() == [True] * 3
+    assert rows_of(table, f"run_0_{exp[0].name}_ret_0", 2)["input_bound"].tolist() == [False] * 3
+    assert rows_of(table, f"run_1_{exp[0].name}_ret_0", 4)["error"].tolist() == ["a warning"]
+    assert rows_of(table, f"run_0_{exp[0].name}_ret_0", 4)["input_bound"].isna().all()
+    assert table.loc[table["config"] == exp[2].name, "precision"].eq("bf16").all()
+    assert table["channels_last"].dropna().eq(False).all() and table["image_size"].dropna().eq(64).all()
+
+
+def test_a_profiled_run_is_one_row_per_batch_size_with_its_record(campaign: tuple[Path, dict[str, Any]]) -> None:
+    root, info = campaign
+    table = read_back(root)
+    name = f"run_0_{info['exp'][1].name}_ret_1"
+    rows = rows_of(table, name)
+    ok, failed = info["given"][name]
+    assert rows["batch_size"].tolist() == [2, 4] and rows["status"].tolist() == ["ok", "error"]
+    assert rows[["window", "window_images_per_sec", "images_per_sec"]].isna().all(axis=None)
+    first = rows.iloc[0]
+    assert first["profiled_images_per_sec"] == pytest.approx(ok.values["profiled_images_per_sec"], rel=1e-12)
+    assert json.loads(first["profiled_iterations"]) == ok.values["profiled_iterations"]
+    assert (first["trace"], first["top_operator"], first["profiler"]) == ("batch_2", "aten::conv2d", "torch")
+    assert rows.iloc[1]["error"] == failed.error and math.isnan(rows.iloc[1]["profiled_images_per_sec"])
+    assert rows_of(table, f"run_0_{info['exp'][0].name}_ret_0")["trace"].isna().all()
+
+
+def test_unreadable_folders_are_error_rows_naming_the_file(campaign: tuple[Path, dict[str, Any]]) -> None:
+    root, info = campaign
+    table = read_back(root)
+    corrupt = rows_of(table, info["corrupt"]).iloc[0]
+    assert len(rows_of(table, info["corrupt"])) == 1 and corrupt["status"] == "error"
+    assert "campaign_run.json" in corrupt["error"] and info["corrupt"] in corrupt["error"]
+    assert (corrupt["repetition"], corrupt["config"], corrupt["return_code"]) == (1, info["exp"][1].name, 0)
+    assert math.isnan(corrupt["run"]) and math.isnan(corrupt["batch_size"])
+    bad = rows_of(table, info["bad_summary"]).iloc[0]
+    assert bad["status"] == "error" and f"{info['bad_summary']}/summary.json" in bad["error"]
+    assert (bad["run"], bad["experiment"], bad["precision"]) == (6, 2, "bf16")  # campaign_run.json was readable
+
+
+@pytest.mark.parametrize("content, problem", [
+    (None, "No such file"),
+    ("[]", "not a JSON object"),
+    ('{"format": 2, "run": "7", "repetition": 0, "experiment": 0, "config": "x", "values": {}}', "run is '7'"),
+    ('{"format": 9, "run": 7, "repetition": 0, "experiment": 0, "config": "x", "values": {}}', "format 9"),
+    ('{"format": 2, "run": 7, "repetition": 0, "experiment": 0, "config": "x", "values": []}', "values is []"),
+])
+def test_each_bad_run_file_is_reported(tmp_path: Path, matrix: Matrix, content: str | None, problem: str) -> None:
+    experiment = planned_runs(matrix)[0][1]
+    good = run_folder(tmp_path, 0, 0, experiment, "_ret_0")
+    throughput(good, [BatchResult(2, Status.OK, None, timed(2))])
+    bad = run_folder(tmp_path, 4, 1, experiment, "_ret_0")
+    throughput(bad, [BatchResult(2, Status.OK, None, timed(2))])
+    if content is None:
+        (bad / "campaign_run.json").unlink()
+    else:
+        (bad / "campaign_run.json").write_text(content)
+    table = read_back(tmp_path)
+    assert len(rows_of(table, good.name)) == 3 and set(rows_of(table, good.name)["status"]) == {"ok"}
+    error = rows_of(table, bad.name)["error"].tolist()
+    assert len(error) == 1 and f"{bad.name}/campaign_run.json" in error[0] and problem in error[0]
+
+
+def test_the_frame_is_what_the_csv_reads_back(campaign: tuple[Path, dict[str, Any]]) -> None:
+    root, _ = campaign
+    frame = campaign_table(root)
+    back = read_back(root)
+    assert list(frame.columns) == list(back.columns)
+    for column in ("images_per_sec", "window", "batch_size", "run", "timed_steps", "return_code"):
+        assert pd.api.types.is_numeric_dtype(back[column]), column
+        np.testing.assert_array_equal(frame[column].astype("float64").to_numpy(), back[column].to_numpy())
+    for column, seen in (("channels_last", {False}), ("input_bound", {True, False})):  # bools, NaN where absent
+        assert set(back[column].dropna()) == seen and all(isinstance(v, bool) for v in back[column].dropna())
+    assert (root / TABLE_FILE).read_text().splitlines()[1].startswith("0,0,0,")  # whole numbers written as such
+
+
+def test_summary_per_configuration_over_repetitions(campaign: tuple[Path, dict[str, Any]]) -> None:
+    root, info = campaign
+    summary = campaign_summary(read_back(root))
+    exp, given = info["exp"], info["given"]
+    by_key = {(row.config, None if pd.isna(row.batch_size) else int(row.batch_size)): row
+              for row in summary.itertuples()}
+    for batch_size, index in ((2, 0), (4, 1)):
+        rates = [overall_rate(given[f"run_{r}_{exp[0].name}_ret_0"][index]) for r in range(3)]
+        row = by_key[(exp[0].name, batch_size)]
+        assert (row.runs, row.ok) == (3, 3)
+        assert row.images_per_sec_median == pytest.approx(statistics.median(rates))
+        assert (row.images_per_sec_min, row.images_per_sec_max) == pytest.approx((min(rates), max(rates)))
+        assert row.spread_pct == pytest.approx((max(rates) - min(rates)) / statistics.median(rates) * 100)
+        assert row.cv_pct == pytest.approx(statistics.stdev(rates) / statistics.mean(rates) * 100)
+    one = by_key[(exp[2].name, 2)]
+    assert (one.runs, one.ok, one.spread_pct) == (1, 1, 0) and math.isnan(one.cv_pct)
+    assert one.images_per_sec_median == pytest.approx(overall_rate(given[f"run_0_{exp[2].name}_ret_1"][0]))
+    oom = by_key[(exp[2].name, 4)]
+    assert (oom.runs, oom.ok) == (1, 0) and math.isnan(oom.images_per_sec_median)
+    profiled_row = by_key[(exp[1].name, 2)]  # ok, but no throughput under a profiler
+    assert (profiled_row.runs, profiled_row.ok) == (1, 1) and math.isnan(profiled_row.images_per_sec_median)
+    assert (by_key[(exp[1].name, None)].runs, by_key[(exp[1].name, None)].ok) == (1, 0)  # the corrupt folder
+    assert list(summary["config"].iloc[:2]) == [exp[0].name] * 2  # experiments in plan order, then batch sizes
+    pd.testing.assert_frame_equal(summary, campaign_summary(campaign_table(root)), check_dtype=False)
+
+
+def test_format_summary_counts_failures(campaign: tuple[Path, dict[str, Any]]) -> None:
+    root, info = campaign
+    summary = campaign_summary(campaign_table(root))
+    text = format_summary(summary)
+    lines = text.splitlines()
+    assert len(lines) == len(summary) + 2 and lines[0].split()[:3] == ["config", "batch", "runs"]
+    failed = int((summary["runs"] - summary["ok"]).sum())
+    assert failed == 4  # the oom, the profiler's error, the unreadable summary, the corrupt folder
+    assert lines[-1] == f"{failed} of {summary['runs'].sum()} results failed"
+    median = summary.loc[0, "images_per_sec_median"]
+    assert f"{median:.2f}" in lines[1] and info["exp"][0].name in lines[1]
+    assert len({len(line) for line in lines[:-1]}) == 1  # aligned
+
+
+def test_an_empty_campaign_has_a_header_and_no_rows(tmp_path: Path) -> None:
+    (tmp_path / "run_0_torch-fp32-img64_inprogress").mkdir()
+    table = read_back(tmp_path)
+    assert table.empty and list(table.columns) == list(COLUMNS)
+    assert format_summary(campaign_summary(table)) == "no finished runs"

@@ -65,6 +65,7 @@ def world_files(world: Path) -> None:
     one_class.mkdir(parents=True)
     Image.new("RGB", (40, 30), (200, 10, 10)).save(one_class / "n01440764_1.JPEG", "JPEG")
     (world / "solution.csv").write_text("ImageId,PredictionString\n")
+    (world / "m.yaml").write_text("axes: {framework: [torch], batch_size: [1], image_size: [64], device: [cpu]}\n")
 
 
 def output_cases(command: tuple[str, ...]) -> list[Case]:
@@ -171,6 +172,18 @@ add("compare", [
     Case(("compare", "{w}/run_ok", "{w}/run_text_rate"), ("{w}/run_text_rate/summary.json", "images_per_sec")),
     Case(("compare", "{w}/run_ok", "{w}/run_binary"), ("{w}/run_binary/summary.json",)),
     *number_cases(("compare", "{w}/run_ok", "{w}/run_ok"), "--alpha", ("2", "-1", "0", "nan", "x")),
+])
+add("campaign", [
+    *(Case(("campaign", "run", f"{{w}}/{name}"), (f"{{w}}/{name}",))
+      for name in ("missing.yaml", "afile", "garbage.bin", "emptydir", "loop", "dangling")),
+    Case(("campaign", "run", "{w}/m.yaml", "--output", "{w}/afile"), ("{w}/afile",)),
+    Case(("campaign", "run", "{w}/m.yaml", "precision"), ("precision",)),
+    Case(("campaign", "run", "{w}/m.yaml", "framework=mxnet", "--dry-run"), ("framework=mxnet", "mxnet")),
+    Case(("campaign", "run", "{w}/m.yaml", "--only", "9", "--output", "{w}/never"), ("--only 9",)),
+    *number_cases(("campaign", "run", "{w}/m.yaml", "--dry-run"), "--shuffle", ("-1", "x")),
+    Case(("campaign", "summary", "{w}/missing"), ("{w}/missing",)),
+    Case(("campaign", "summary", "{w}/emptydir"), ("{w}/emptydir",)),
+    Case(("campaign", "summary", "{w}/afile"), ("{w}/afile",)),
 ])
 for runner in (("coreutil",), COREUTIL_SCRIPT):
     add(" ".join(runner), [

@@ -169,7 +169,8 @@ def test_sigterm_ends_a_forked_child_silently_as_without_the_handler() -> None:
         (["input-bench", ""], "trainbench: input-bench: argument DIR: a path is needed, got an empty string"),
         (["throughput", "--no-such-option"], "trainbench: throughput: unrecognized arguments: --no-such-option"),
         (["nonsense"], "trainbench: argument command: invalid choice: 'nonsense' (choose from 'throughput', "
-         "'compare', 'train', 'data', 'coreutil', 'input-bench', 'profile')"),
+         "'compare', 'train', 'data', 'coreutil', 'input-bench', 'profile', "
+         "'campaign')"),
     ],
 )
 def test_option_errors_have_one_prefix_and_name_the_subcommand(tmp_path: Path, args: list[str],

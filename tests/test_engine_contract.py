@@ -19,6 +19,7 @@ import pytest
 from trainbench.cli import options
 from trainbench.config import DEVICES, BenchConfig, ModelConfig, TrainConfig
 from trainbench.data.synthetic import learnable_examples
+from trainbench.engines import base as engine_base
 from trainbench.engines import load_engine
 from trainbench.engines.base import (
     CHECKPOINTS_KEPT,
@@ -151,16 +152,17 @@ def test_resolve_device_refusals_are_one_line_and_say_what_to_do() -> None:
 
 def test_the_command_line_resolves_devices_by_the_same_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     gpus = [0]
-    monkeypatch.setattr(options, "visible_gpu_count", lambda: gpus[0])
-    assert options.resolve_device("auto") == "cpu"
+    monkeypatch.setattr(engine_base, "visible_gpu_count", lambda: gpus[0])
+    assert options.resolve_device_here is engine_base.resolve_device_here  # the command line's, and campaigns'
+    assert engine_base.resolve_device_here("auto") == "cpu"
     with pytest.raises(UsageError, match=r"--device cuda: .* sees no GPU; use --device cpu or auto"):
-        options.resolve_device("cuda")
+        engine_base.resolve_device_here("cuda")
     gpus[0] = 2
-    assert options.resolve_device("auto") == options.resolve_device("cuda") == "cuda"
+    assert engine_base.resolve_device_here("auto") == engine_base.resolve_device_here("cuda") == "cuda"
     with pytest.raises(UsageError, match="unknown device 'gpu'"):
-        options.resolve_device("gpu")
-    monkeypatch.setattr(options, "visible_gpu_count", lambda: pytest.fail("NVML asked about a CPU run"))
-    assert options.resolve_device("cpu") == "cpu"
+        engine_base.resolve_device_here("gpu")
+    monkeypatch.setattr(engine_base, "visible_gpu_count", lambda: pytest.fail("NVML asked about a CPU run"))
+    assert engine_base.resolve_device_here("cpu") == "cpu"
 
 
 def test_check_precision_refuses_fp16_off_the_gpu_only() -> None:

@@ -28,12 +28,11 @@ from trainbench.bench.sweep import measure_throughput
 from trainbench.campaign.matrix import Experiment, Matrix, bench_configs, planned_runs
 from trainbench.campaign.table import write_campaign_table
 from trainbench.config import BenchConfig
-from trainbench.engines.base import resolve_device
+from trainbench.engines.base import resolve_device_here
 from trainbench.errors import UsageError
 from trainbench.profile.run import run_profile
 from trainbench.results.files import write_json_atomic
 from trainbench.results.records import format_of, unstamped
-from trainbench.telemetry.nvml import visible_gpu_count
 
 CAMPAIGN_FILE = "campaign.json"
 RUN_FILE = "campaign_run.json"
@@ -80,7 +79,7 @@ def campaign_lock(folder: Path) -> Iterator[None]:
         os.close(descriptor)
 
 
-def open_campaign(folder: Path, matrix: Matrix, shuffle_seed: int | None, replace: bool) -> None:
+def open_campaign(folder: Path, matrix: Matrix, shuffle_seed: int | None, runs: int, replace: bool) -> None:
     """Make the folder and its campaign.json, or check that an existing one is of this matrix (a different matrix
     would mix two plans in one results table) unless ``replace``: then the new matrix is recorded, the old runs kept."""
     if folder.exists() and not folder.is_dir():
@@ -89,8 +88,7 @@ def open_campaign(folder: Path, matrix: Matrix, shuffle_seed: int | None, replac
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(f"{folder}: cannot make the campaign folder ({error.strerror or error})") from None
-    record = {"matrix": matrix.source, "fingerprint": matrix.fingerprint(), "shuffle": shuffle_seed,
-              "runs": len(plan(matrix, shuffle_seed))}
+    record = {"matrix": matrix.source, "fingerprint": matrix.fingerprint(), "shuffle": shuffle_seed, "runs": runs}
     path = folder / CAMPAIGN_FILE
     with campaign_lock(folder):
         if path.exists() and not replace:
@@ -152,10 +150,7 @@ def _finish(folder: Path, path: Path, run: PlannedRun, code: int) -> Path:
 
 def _on_this_machine(configs: list[BenchConfig]) -> list[BenchConfig]:
     """The device "auto" resolved where the run happens (a Slurm task's node), as the throughput command does."""
-    requested = configs[0].model.device
-    gpus = visible_gpu_count() if requested in ("auto", "cuda") else 0
-    device = resolve_device(requested, gpus, "the driver (NVML, after CUDA_VISIBLE_DEVICES)")
-    model = dataclasses.replace(configs[0].model, device=device)
+    model = dataclasses.replace(configs[0].model, device=resolve_device_here(configs[0].model.device))
     return [dataclasses.replace(config, model=model) for config in configs]
 
 
@@ -195,7 +190,7 @@ def run_campaign(matrix: Matrix, folder: Path, echo: Echo, shuffle_seed: int | N
     unknown = [n for n in only if not 0 <= n < len(runs)]
     if unknown:
         raise UsageError(f"--only {unknown[0]}: the plan has runs 0 to {len(runs) - 1} (see --dry-run)")
-    open_campaign(folder, matrix, shuffle_seed, replace)
+    open_campaign(folder, matrix, shuffle_seed, len(runs), replace)
     chosen = [runs[n] for n in only] if only else runs
     outcome = CampaignOutcome([], [])
     for run in chosen:

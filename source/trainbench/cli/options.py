@@ -23,8 +23,7 @@ from trainbench.config import (
     int_problem,
 )
 from trainbench.data.source import num_classes, open_source, tfrecords_only
-from trainbench.engines import base as engine_base
-from trainbench.telemetry.nvml import visible_gpu_count
+from trainbench.engines.base import resolve_device_here
 
 # --- option types: every number and list is checked where it is parsed, so the error names the option ---------
 # argparse turns an ArgumentTypeError into "argument --steps: <message>". The bounds are config.py's checks, the
@@ -149,12 +148,6 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--data", type=path_text, metavar="DIR", help=f"real input: {DATA_DIR_HELP}")
 
 
-def resolve_device(requested: str) -> str:
-    """'auto' becomes 'cuda' or 'cpu' by the GPUs visible; asking for 'cuda' without one is a usage error."""
-    gpus = visible_gpu_count() if requested in ("auto", "cuda") else 0  # NVML only where the answer needs it
-    return engine_base.resolve_device(requested, gpus, "the driver (NVML, after CUDA_VISIBLE_DEVICES)")
-
-
 def _num_classes(args: argparse.Namespace) -> int:
     """As given; else, with --data, the data's classes; else ImageNet's 1000. Refuses data TensorFlow cannot read."""
     data = getattr(args, "data", None)
@@ -172,7 +165,7 @@ def model_config(args: argparse.Namespace) -> ModelConfig:
         precision=args.precision,
         image_size=args.image_size,
         num_classes=_num_classes(args),
-        device=resolve_device(args.device),
+        device=resolve_device_here(args.device),
         xla=args.xla,
         compile=args.compile,
         channels_last=args.channels_last,

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple, Protocol
 
 from trainbench.config import DEVICES, BenchConfig, TrainConfig, check_choice
 from trainbench.errors import UsageError
+from trainbench.telemetry.nvml import visible_gpu_count
 from trainbench.training.trainer import Trainer
 
 # Complete checkpoints kept in a run's checkpoint folder: the newest ones, older ones deleted after each save.
@@ -55,6 +56,13 @@ def resolve_device(requested: str, gpu_count: int, seen_by: str) -> str:
     if requested == "cuda" and gpu_count <= 0:
         raise UsageError(f"--device cuda: {seen_by} sees no GPU; use --device cpu or auto")
     return requested
+
+
+def resolve_device_here(requested: str) -> str:
+    """The device as the driver offers it on this machine (NVML, after CUDA_VISIBLE_DEVICES), before any framework
+    loads: for the command line and for each run of a campaign (on the node it runs on)."""
+    gpus = visible_gpu_count() if requested in ("auto", "cuda") else 0  # NVML only where the answer needs it
+    return resolve_device(requested, gpus, "the driver (NVML, after CUDA_VISIBLE_DEVICES)")
 
 
 def check_precision(precision: str, device: str) -> None:

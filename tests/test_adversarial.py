@@ -51,6 +51,10 @@ def world_files(world: Path) -> None:
             {"batch_size": 4, "status": "ok", "images_per_sec": "fast"}]})):
         (world / name).mkdir()
         (world / name / "summary.json").write_text(json.dumps(summary))
+    (world / "variability_binary").mkdir()
+    (world / "variability_binary" / "variability.json").write_bytes(b"\xff\xfe\x00garbage")
+    (world / "variability_no_gpus").mkdir()
+    (world / "variability_no_gpus" / "variability.json").write_text('{"format": 2, "gpus": [], "repetitions": 1}')
     (world / "run_binary").mkdir()
     (world / "run_binary" / "summary.json").write_bytes(b"\xff\xfe\x00garbage")
     header = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name",'
@@ -113,6 +117,7 @@ add("throughput", number_cases(THROUGHPUT, "--timeout", NOT_SECONDS))
 add("throughput", number_cases(THROUGHPUT, "--image-size", ("0", "-32", "nan", "99999999")))
 add("throughput", number_cases(THROUGHPUT, "--num-classes", ("0", "-1", "x")))
 add("throughput", number_cases(THROUGHPUT, "--batch-sizes", ("4,,8", "", ",", "4,-8", "99999999999999999999")))
+add("throughput", number_cases(THROUGHPUT, "--telemetry-interval", ("-1", "0.001", "61", "nan", "x", "")))
 add("throughput", [Case((*THROUGHPUT, "--data", "{w}/afile"), ("{w}/afile",)),
                    Case((*THROUGHPUT, "--data", "{w}/loop"), ("{w}/loop",)),
                    Case((*THROUGHPUT, "--data", "{w}/emptydir"), ("{w}/emptydir",))])
@@ -184,6 +189,18 @@ add("campaign", [
     Case(("campaign", "summary", "{w}/missing"), ("{w}/missing",)),
     Case(("campaign", "summary", "{w}/emptydir"), ("{w}/emptydir",)),
     Case(("campaign", "summary", "{w}/afile"), ("{w}/afile",)),
+])
+VARIABILITY = ("variability", "run", *SMALL, "--warmup", "0", "--steps", "1", "--batch-sizes", "2")
+add("variability", [
+    Case(VARIABILITY, ("variability: no GPU to compare",)),  # run_cli hides every GPU (CUDA_VISIBLE_DEVICES="")
+    *number_cases(VARIABILITY, "--repetitions", NOT_COUNTS),
+    *number_cases(VARIABILITY, "--outlier-threshold", ("0", "1", "-0.1", "nan", "x")),
+    *number_cases(VARIABILITY, "--telemetry-interval", ("-1", "x")),
+    *(Case(("variability", "report", f"{{w}}/{name}"), (f"{{w}}/{name}",))
+      for name in ("missing", "afile", "emptydir", "loop", "run_ok")),
+    Case(("variability", "report", "{w}/variability_binary"), ("{w}/variability_binary/variability.json",)),
+    Case(("variability", "report", "{w}/variability_no_gpus"), ("{w}/variability_no_gpus/variability.json",)),
+    *number_cases(("variability", "report", "{w}/variability_no_gpus"), "--outlier-threshold", ("2", "x")),
 ])
 for runner in (("coreutil",), COREUTIL_SCRIPT):
     add(" ".join(runner), [

@@ -170,7 +170,13 @@ def test_sigterm_ends_a_forked_child_silently_as_without_the_handler() -> None:
         (["throughput", "--no-such-option"], "trainbench: throughput: unrecognized arguments: --no-such-option"),
         (["nonsense"], "trainbench: argument command: invalid choice: 'nonsense' (choose from 'throughput', "
          "'compare', 'train', 'data', 'coreutil', 'input-bench', 'profile', "
-         "'campaign')"),
+         "'campaign', 'variability')"),
+        (["throughput", "--telemetry-interval", "0.001"], "trainbench: throughput: argument --telemetry-interval: "
+         "must be 0 (no timeline) or from 0.01 to 60 seconds, got 0.001"),
+        (["throughput", "--telemetry-interval", "often"], "trainbench: throughput: argument --telemetry-interval: "
+         "'often' is not a number of seconds"),
+        (["variability", "run", "--outlier-threshold", "1.5"], "trainbench: variability run: argument "
+         "--outlier-threshold: must be a finite number above 0 and below 1, got 1.5"),
     ],
 )
 def test_option_errors_have_one_prefix_and_name_the_subcommand(tmp_path: Path, args: list[str],

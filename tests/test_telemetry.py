@@ -261,11 +261,15 @@ def test_gpu_state_keeps_the_values_that_change_during_a_run(install: Any) -> No
     ("0,1,2,3,4,5,6,7", 4),  # never more than there are
     ("-1", 0),  # CUDA stops at the first invalid entry
     ("0,-1,2", 1),
-    ("GPU-5b1c1d7e,GPU-0a", 2),  # UUIDs count as entries
+    ("GPU-5b1c1d7e-0f43-7c55-1a39-8d1b2f2b3e13,GPU-5b1c1d7e-0f43-7c55-1a39-8d1b2f2b3e10", 2),  # UUIDs
+    ("GPU-5b1c1d7e-0f43-7c55-1a39-8d1b2f2b3e12", 1),
+    ("GPU-5b1c1d7e", 0),  # a start of a UUID that names no single GPU ends the list, as in CUDA
+    ("GPU-0a,0", 0),  # an unknown UUID ends it
+    ("1,1", 1),  # a GPU named twice: CUDA refuses the second entry
 ])
 def test_visible_gpu_count_follows_cuda_visible_devices(install: Any, monkeypatch: pytest.MonkeyPatch,
                                                        visible: str | None, expected: int) -> None:
-    install(StandInNVML([H100] * 4))
+    install(StandInNVML([{**H100, "uuid": f"GPU-5b1c1d7e-0f43-7c55-1a39-8d1b2f2b3e1{i}"} for i in range(4)]))
     if visible is None:
         monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     else:

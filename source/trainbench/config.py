@@ -40,6 +40,9 @@ MAX_IMAGE_SIZE = 4096
 MAX_NUM_CLASSES = 2**20
 MAX_SEED = 2**32 - 1  # numpy's and TensorFlow's seeds are unsigned 32-bit
 MAX_WORKERS = 1024  # input pipeline processes or threads
+# GPU timeline period, seconds: 0 is off; below 10 ms the sampler's NVML queries would compete with the training
+# loop for the GIL (measure its cost with benchmarks/telemetry_overhead.py), above a minute it says nothing.
+MIN_TELEMETRY_INTERVAL_S, MAX_TELEMETRY_INTERVAL_S = 0.01, 60.0
 
 
 # --- checks: the one bounds check per kind of number, for the dataclasses below and the command line's types ------
@@ -67,6 +70,15 @@ def float_problem(value: Any, minimum: float, maximum: float = math.inf, *, abov
     if math.isfinite(maximum):
         bounds.append(f"{'below' if below else 'at most'} {maximum:g}")
     return f"must be a finite number {' and '.join(bounds)}, got {value!r}"
+
+
+def telemetry_interval_problem(value: Any) -> str | None:
+    """0 (no timeline) or a period from MIN_ to MAX_TELEMETRY_INTERVAL_S seconds."""
+    if value == 0 and not isinstance(value, bool):
+        return None
+    problem = float_problem(value, MIN_TELEMETRY_INTERVAL_S, MAX_TELEMETRY_INTERVAL_S)
+    return problem and f"must be 0 (no timeline) or from {MIN_TELEMETRY_INTERVAL_S:g} to " \
+                       f"{MAX_TELEMETRY_INTERVAL_S:g} seconds, got {value!r}"
 
 
 def check(name: str, problem: str | None) -> None:
@@ -174,12 +186,14 @@ class BenchConfig:
     sync_every_step: bool = False
     repeats: int = 1  # timed windows of ``steps`` steps each, back to back after one warm-up: a spread of images/s
     profile: ProfileConfig | None = None  # set: run the profiler's window instead of a timed measurement
+    telemetry_interval_s: float = 0.1  # GPU timeline sampling period; 0: no timeline (edge counters still read)
 
     def __post_init__(self) -> None:
         check("batch size", int_problem(self.batch_size, 1, MAX_BATCH_SIZE))
         check("warm-up steps", int_problem(self.warmup_steps, 0))
         check("timed steps", int_problem(self.steps))
         check("repeats", int_problem(self.repeats))
+        check("telemetry interval", telemetry_interval_problem(self.telemetry_interval_s))
 
     @property
     def data_label(self) -> str:

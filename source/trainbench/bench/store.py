@@ -12,6 +12,7 @@ from typing import Any
 from trainbench.results.files import append_csv
 from trainbench.results.records import BatchResult
 from trainbench.results.store import RunStore
+from trainbench.telemetry.schema import GPU_TELEMETRY, TELEMETRY_VALUES
 
 MEASURED_FIELDS: tuple[str, ...] = (
     "images_per_sec",
@@ -28,9 +29,11 @@ MEASURED_FIELDS: tuple[str, ...] = (
     "window_s",
     "timed_steps",
     "warmup_steps",
+    *TELEMETRY_VALUES,  # GPU energy, power, clocks, throttling over the timed windows (see trainbench.telemetry)
 )
 RESULT_FIELDS: tuple[str, ...] = ("batch_size", "status", *MEASURED_FIELDS, "error")  # summary.csv's columns
-JSON_ONLY_FIELDS: tuple[str, ...] = ("gpus_at_window_end", "window_images_per_sec")  # nested: summary.json only
+# nested: summary.json only
+JSON_ONLY_FIELDS: tuple[str, ...] = ("gpus_at_window_end", "window_images_per_sec", GPU_TELEMETRY)
 STEP_FIELDS: tuple[str, ...] = ("batch_size", "phase", "step", "seconds")
 
 

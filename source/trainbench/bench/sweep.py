@@ -8,7 +8,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,11 +18,13 @@ from trainbench.bench.worker import SWEEP_ENV, sweep_identity
 from trainbench.config import BenchConfig, to_dict
 from trainbench.report.plot import plot_throughput
 from trainbench.report.table import format_table
+from trainbench.report.telemetry_plot import plot_telemetry
 from trainbench.results.failure import says_out_of_memory
-from trainbench.results.files import create_run_dir, worker_file, write_json_atomic
+from trainbench.results.files import batch_file, create_run_dir, worker_file, write_json_atomic
 from trainbench.results.records import BatchResult, Status
 from trainbench.results.store import RunStore
 from trainbench.telemetry.env import collect_env
+from trainbench.telemetry.schema import TELEMETRY_DIR
 
 
 def death_result(batch_size: int, returncode: int, log_text: str) -> BatchResult:
@@ -70,19 +72,23 @@ THROUGHPUT_WORKER = "trainbench.bench.worker"
 
 
 def run_worker(config: BenchConfig, run: RunStore, timeout_s: float | None = None,
-               prefix: Sequence[str] = (), worker: str = THROUGHPUT_WORKER) -> WorkerOutcome:
+               prefix: Sequence[str] = (), worker: str = THROUGHPUT_WORKER, *, timeline: bool = False,
+               env: Mapping[str, str] | None = None) -> WorkerOutcome:
     """Measure one batch size in a child process (``python -m <worker>``) and add its result to ``run``.
-    ``prefix`` is a command the worker runs under (a profiler)."""
+    ``prefix`` is a command the worker runs under (a profiler); ``timeline``: the worker writes its GPU timeline
+    to ``telemetry/batch_<X>.csv``; ``env``: variables set for the worker (CUDA_VISIBLE_DEVICES)."""
     batch = config.batch_size
     config_path = worker_file(run.path, batch, ".config.json")
     result_path = worker_file(run.path, batch, ".result.json")
     write_json_atomic(config_path, to_dict(config))
     log_path = run.log_path(batch)
     command = [*prefix, sys.executable, "-m", worker, str(config_path), str(result_path)]
+    if timeline:
+        command.append(str(batch_file(run.path / TELEMETRY_DIR, batch, ".csv")))
     child: subprocess.Popen[bytes] | None = None
     # The worker watches this process through SWEEP_ENV and ends itself if the sweep dies, even by SIGKILL. Its own
     # session: stop_child can end the whole group (profiler, worker, helpers); Ctrl-C reaches it through stop_child.
-    env = {**os.environ, SWEEP_ENV: sweep_identity()}
+    env = {**os.environ, **(env or {}), SWEEP_ENV: sweep_identity()}
     with open(log_path, "w", encoding="utf-8") as log:
         # Popen sits inside the try: a Ctrl-C that lands while the worker is being started is recorded too.
         try:
@@ -114,12 +120,13 @@ def run_sweep(
     run: ThroughputRun,
     echo: Callable[[str], None],
     timeout_s: float | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run every configuration in order; return the framework versions a worker reported (for env.json)."""
     versions: dict[str, Any] = {}
     for config in configs:
         echo(f"batch size {config.batch_size}: running (log: {run.log_path(config.batch_size)})")
-        outcome = run_worker(config, run, timeout_s)
+        outcome = run_worker(config, run, timeout_s, timeline=True, env=env)
         versions = versions or outcome.versions
         result = outcome.result
         if result.ok:
@@ -135,9 +142,10 @@ def measure_throughput(
     echo: Callable[[str], None],
     timeout_s: float | None = None,
     run_dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> ThroughputRun:
     """A whole sweep (one model configuration, several batch sizes) into a new run folder under ``output``, or into
-    ``run_dir`` (a campaign's folder for this run, already made and empty)."""
+    ``run_dir`` (a campaign's folder for this run, already made and empty); ``env``: set for every worker."""
     model = configs[0].model
     header = {
         "framework": model.framework,
@@ -149,15 +157,18 @@ def measure_throughput(
         "warmup_steps": configs[0].warmup_steps,
         "timed_steps": configs[0].steps,
         "sync_every_step": configs[0].sync_every_step,
+        "telemetry_interval_s": configs[0].telemetry_interval_s,
     }
     run_dir = run_dir or create_run_dir(output, f"{model.framework}_{model.precision}_{model.device}")
-    env = collect_env(sys.argv)
-    write_json_atomic(run_dir / "env.json", env)
+    environment = collect_env(sys.argv, {**os.environ, **(env or {})})  # what the workers run with
+    write_json_atomic(run_dir / "env.json", environment)
     store = ThroughputRun(run_dir, header)
     echo(f"run folder: {run_dir}")
-    versions = run_sweep(configs, store, echo, timeout_s)
-    write_json_atomic(run_dir / "env.json", {**env, "framework": versions})
+    versions = run_sweep(configs, store, echo, timeout_s, env)
+    write_json_atomic(run_dir / "env.json", {**environment, "framework": versions})
     title = f"ResNet-50 {model.framework} {model.precision} on {model.device}, image {model.image_size}px"
     plot_throughput({model.framework: store.rows()}, run_dir / "throughput.png", title)
+    if plot_telemetry(run_dir / TELEMETRY_DIR, run_dir / "telemetry.png", f"GPU telemetry: {title}"):
+        echo(f"GPU timeline: {run_dir / 'telemetry.png'}")
     echo(format_table(store.rows()))
     return store

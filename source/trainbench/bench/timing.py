@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from trainbench.engines.base import StepRunner
 
 StepHook = Callable[[int], None]  # called with the global iteration number (warm-up included)
+EdgeHook = Callable[[], None]  # called at a synchronised edge of the timed window, outside the timed interval
 
 
 @dataclass(frozen=True)
@@ -31,12 +32,16 @@ def run_window(
     sync_every_step: bool = False,
     before_step: Sequence[StepHook] = (),
     after_step: Sequence[StepHook] = (),
+    at_start: EdgeHook | None = None,
+    at_end: EdgeHook | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Window:
     """Run ``warmup`` untimed then ``steps`` timed training steps of ``runner``.
 
     ``before_step`` and ``after_step`` hooks see every iteration (warm-up included) with its global number; the
-    device is synchronised after the warm-up, before the first timed step's hooks run.
+    device is synchronised after the warm-up, before the first timed step's hooks run. ``at_start`` runs after that
+    synchronisation and before the window's clock starts, ``at_end`` after the final synchronisation and the
+    clock's last read: what they do (reading energy counters) is never timed.
     """
     iteration = 0
 
@@ -59,6 +64,8 @@ def run_window(
         warmup_s.append(now - previous)
         previous = now
     runner.sync()
+    if at_start is not None:
+        at_start()
 
     start = previous = clock()
     marks = []
@@ -68,6 +75,8 @@ def run_window(
     one_step()
     runner.sync()
     end = clock()
+    if at_end is not None:
+        at_end()
     marks.append(end)
     step_s = [mark - before for before, mark in zip([start, *marks[:-1]], marks, strict=True)]
     return Window(warmup_s=tuple(warmup_s), step_s=tuple(step_s), window_s=end - start)

@@ -19,6 +19,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -32,6 +33,7 @@ from trainbench.results.failure import failure_status, one_line
 from trainbench.results.files import write_json_atomic
 from trainbench.results.records import BatchResult, Status
 from trainbench.telemetry.nvml import gpu_state
+from trainbench.telemetry.recorder import WindowTelemetry
 
 SWEEP_ENV = "TRAINBENCH_SWEEP"  # "pid:start:pgid" of the sweep process that started this worker
 EXIT_SWEEP_GONE = 3
@@ -117,33 +119,47 @@ class Measurement:
     step_s: list[float] = field(default_factory=list)
 
 
-Measure = Callable[[BenchConfig, Engine], Measurement]
+Measure = Callable[[BenchConfig, Engine, Path | None], Measurement]  # the last: where the GPU timeline goes
 
 
-def measure(config: BenchConfig, engine: Engine) -> Measurement:
-    """The timed windows of one batch size (after the input pipeline alone, with --data)."""
+def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -> Measurement:
+    """The timed windows of one batch size (after the input pipeline alone, with --data), with the GPUs'
+    telemetry: energy and throttle counters at every window's edges, the sampled timeline into ``timeline``."""
     pipeline_rate = input_rate(config) if config.data is not None else None
     runner = engine.make_runner(config)
     windows_text = f" x {config.repeats} windows" if config.repeats > 1 else ""
     print(f"batch {config.batch_size}: {config.warmup_steps} warm-up + {config.steps} timed steps{windows_text}",
           flush=True)
-    # One warm-up, then the windows back to back: each synchronised at both edges, each its own images/s sample.
-    windows = [run_window(runner, config.warmup_steps if i == 0 else 0, config.steps,
-                          sync_every_step=config.sync_every_step) for i in range(config.repeats)]
-    values = {**summarize_windows(runner.images_per_step, windows), "gpus_at_window_end": gpu_state()}
+    telemetry = WindowTelemetry.open(config.model.device, timeline, config.telemetry_interval_s)
+    try:
+        # One warm-up, then the windows back to back: each synchronised at both edges, each its own images/s sample.
+        windows = [run_window(runner, config.warmup_steps if i == 0 else 0, config.steps,
+                              sync_every_step=config.sync_every_step, after_step=telemetry.step_hooks,
+                              at_start=partial(telemetry.window_start, i), at_end=partial(telemetry.window_end, i))
+                   for i in range(config.repeats)]
+    finally:
+        telemetry.close()
+    images = runner.images_per_step * config.steps * config.repeats
+    values = {**summarize_windows(runner.images_per_step, windows), "gpus_at_window_end": gpu_state(),
+              **telemetry.values([window.window_s for window in windows], images)}
     if pipeline_rate is not None:
         values["input_images_per_sec"] = pipeline_rate
         values["input_bound"] = is_input_bound(pipeline_rate, values["images_per_sec"])
-    print(f"batch {config.batch_size}: {values['images_per_sec']:.2f} images/s", flush=True)
+    print(f"batch {config.batch_size}: {values['images_per_sec']:.2f} images/s{_energy_text(values)}", flush=True)
     return Measurement(BatchResult(config.batch_size, Status.OK, None, values), list(windows[0].warmup_s),
                        [seconds for window in windows for seconds in window.step_s])
 
 
-def run(config: BenchConfig, how: Measure = measure) -> dict[str, Any]:
+def _energy_text(values: dict[str, Any]) -> str:
+    joules = values.get("joules_per_image")
+    return f", {joules:.3f} J/image at {values['mean_power_w']:.0f} W" if joules is not None else ""
+
+
+def run(config: BenchConfig, how: Measure = measure, timeline: Path | None = None) -> dict[str, Any]:
     """The worker's payload: its measurement, or the failure it met, and the framework's versions."""
     engine = load_engine(config.model.framework)
     try:
-        done = how(config, engine)
+        done = how(config, engine, timeline)
     except Exception as error:  # noqa: BLE001 - every failure becomes a recorded result, the sweep goes on
         traceback.print_exc()
         done = Measurement(BatchResult.failed(config.batch_size, failure_status(error), one_line(error)))
@@ -152,11 +168,12 @@ def run(config: BenchConfig, how: Measure = measure) -> dict[str, Any]:
 
 
 def main(argv: list[str], how: Measure = measure) -> int:
-    """``python -m <worker module> CONFIG_JSON RESULT_JSON``: measure with ``how``, write the payload."""
+    """``python -m <worker module> CONFIG_JSON RESULT_JSON [TIMELINE_CSV]``: measure with ``how``, write the
+    payload (and the GPU timeline, when a path is given)."""
     exit_with_sweep()
-    config_path, result_path = (Path(arg) for arg in argv)
+    config_path, result_path, *timeline = (Path(arg) for arg in argv)
     config = bench_config_from_dict(json.loads(config_path.read_text()))
-    payload = run(config, how)
+    payload = run(config, how, timeline[0] if timeline else None)
     write_json_atomic(result_path, payload)
     return 0 if payload["result"]["status"] == Status.OK else 1
 

@@ -51,6 +51,7 @@ from trainbench.report.table import aligned
 from trainbench.results.files import write_text_atomic
 from trainbench.results.records import BatchResult, RecordError, Status, format_of
 from trainbench.results.store import read_summary
+from trainbench.telemetry.schema import TELEMETRY_VALUES
 
 RUN_FILE = "campaign_run.json"
 TABLE_FILE = "results.csv"
@@ -79,11 +80,12 @@ COLUMNS: tuple[str, ...] = (
     "error",
     "return_code",
     "run_folder",
+    *TELEMETRY_VALUES,  # GPU energy, power, clocks over all the batch size's windows: the same on each window's row
     # later issues: append new fixed columns here
 )
 # A result's values copied as they are (the per-window and over-all images/s are set row by row).
 RESULT_VALUES = ("images_per_sec", "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "step_time_mad_s",
-                 "timed_steps", "warmup_steps", "input_images_per_sec", "input_bound")
+                 "timed_steps", "warmup_steps", "input_images_per_sec", "input_bound", *TELEMETRY_VALUES)
 IMAGES_COLUMNS = ("window_images_per_sec", "images_per_sec")  # left empty on a profiled run's rows
 
 SUMMARY_COLUMNS = ("config", "batch_size", "runs", "ok", "images_per_sec_median", "images_per_sec_min",

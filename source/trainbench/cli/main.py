@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "input_bench_cmd",
     "profile_cmd",
     "campaign_cmd",
+    "variability_cmd",
 )
 
 

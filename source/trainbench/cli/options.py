@@ -17,10 +17,12 @@ from trainbench.config import (
     MAX_NUM_CLASSES,
     MAX_SEED,
     PRECISIONS,
+    BenchConfig,
     ModelConfig,
     field_default,
     float_problem,
     int_problem,
+    telemetry_interval_problem,
 )
 from trainbench.data.source import num_classes, open_source, tfrecords_only
 from trainbench.engines.base import resolve_device_here
@@ -112,6 +114,25 @@ SEED = whole_number(0, MAX_SEED)
 POSITIVE = whole_number(1)
 NON_NEGATIVE = whole_number(0)
 TIMEOUT = real_number(0.0, above=True)
+
+
+def telemetry_interval(text: str) -> float:
+    """--telemetry-interval: 0 (no timeline) or a sampling period in seconds, with BenchConfig's bounds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    problem = telemetry_interval_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
+def add_telemetry_option(parser: argparse.ArgumentParser) -> None:
+    default = field_default(BenchConfig, "telemetry_interval_s")
+    parser.add_argument("--telemetry-interval", type=telemetry_interval, default=default, metavar="S",
+                        help=f"sample the GPUs' clocks, power and temperature every S seconds into "
+                        f"telemetry/batch_<X>.csv; 0: no timeline (energy is still read; default {default})")
 
 
 def add_choice_option(parser: argparse.ArgumentParser, option: str, allowed: tuple[str, ...], default: str) -> None:

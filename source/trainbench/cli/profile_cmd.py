@@ -50,7 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timeout", type=TIMEOUT, metavar="S", help="give up on a batch size after S seconds")
     # bench_configs reads the throughput options; the profiler's window replaces the timed steps, so these are
     # placeholders that pass BenchConfig's checks, not settings
-    parser.set_defaults(run=run, warmup=0, steps=1, sync_every_step=False, repeats=1)
+    parser.set_defaults(run=run, warmup=0, steps=1, sync_every_step=False, repeats=1, telemetry_interval=0)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from trainbench.cli.options import (
     TIMEOUT,
     add_input_options,
     add_model_options,
+    add_telemetry_option,
     existing_data_dir,
     model_config,
     path_text,
@@ -36,6 +37,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Measure ResNet-50 training throughput, one worker process per batch size. "
         "The last line printed is the run folder.",
     )
+    add_sweep_options(parser, "throughput_data")
+    parser.set_defaults(run=run)
+
+
+def add_sweep_options(parser: argparse.ArgumentParser, output: str) -> None:
+    """What a throughput sweep is made of (model, batch sizes, steps, input, telemetry), for every command that
+    runs one; ``output``: the default folder the run folders go in."""
     add_model_options(parser)
     parser.add_argument("--batch-sizes", type=BATCH_SIZES, help=f"e.g. 4,16 (default: {GPU_BATCH_SIZES} on a GPU, "
                         f"{CPU_BATCH_SIZES} on the CPU; at most {MAX_BATCH_SIZE})")
@@ -48,12 +56,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="timed windows per batch size, back to back after the warm-up: images/s median, min "
                         f"and max across them, and `compare` tests them (default {repeats})")
     add_input_options(parser)
-    parser.add_argument("--output", type=path_text, default="throughput_data", metavar="DIR",
-                        help="a new run folder is made inside (default ./throughput_data)")
+    parser.add_argument("--output", type=path_text, default=output, metavar="DIR",
+                        help=f"a new run folder is made inside (default ./{output})")
     parser.add_argument("--sync-every-step", action="store_true",
                         help="wait for the device after every step (exact per-step times, slightly slower)")
     parser.add_argument("--timeout", type=TIMEOUT, metavar="S", help="give up on a batch size after S seconds")
-    parser.set_defaults(run=run)
+    add_telemetry_option(parser)
 
 
 def bench_configs(args: argparse.Namespace, model: ModelConfig) -> list[BenchConfig]:
@@ -62,7 +70,8 @@ def bench_configs(args: argparse.Namespace, model: ModelConfig) -> list[BenchCon
     data = existing_data_dir(args.data)
     return [
         BenchConfig(model=model, batch_size=size, warmup_steps=args.warmup, steps=args.steps, data=data,
-                    sync_every_step=args.sync_every_step, repeats=args.repeats)
+                    sync_every_step=args.sync_every_step, repeats=args.repeats,
+                    telemetry_interval_s=args.telemetry_interval)
         for size in sizes
     ]
 

@@ -14,12 +14,12 @@ Results = Sequence[dict[str, Any]]
 def plot_against_batch_size(lines: Mapping[str, tuple[Results, str]], path: Path, title: str, ylabel: str) -> None:
     """One line per label, from each result's ``field`` (label -> (results, field)); failed batch sizes are marked
     on the x axis so a gap is never silent, and a value the profile lacks (None) is left out, never drawn as 0."""
-    import matplotlib
+    # A Figure of its own, not pyplot's global state: files only (no display on servers), and safe when sweeps
+    # in threads (variability --parallel) draw at the same time.
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")  # files only: no display on servers and in containers
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=120)
+    figure = Figure(figsize=(7, 4.5), dpi=120)
+    axes = figure.subplots()
     sizes: set[int] = set()
     failed: set[tuple[int, str]] = set()
     one_sweep = len({id(results) for results, _ in lines.values()}) == 1  # lines of one profile: no label on marks
@@ -42,7 +42,6 @@ def plot_against_batch_size(lines: Mapping[str, tuple[Results, str]], path: Path
     axes.grid(True, alpha=0.3)
     figure.tight_layout()
     figure.savefig(path)
-    plt.close(figure)
 
 
 def plot_throughput(series: Mapping[str, Results], path: Path, title: str) -> None:

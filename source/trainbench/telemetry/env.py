@@ -8,6 +8,7 @@ import platform
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,10 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def collect_env(argv: list[str]) -> dict[str, Any]:
-    """Everything a reader needs to reproduce or judge a number; framework versions are added by the workers."""
+def collect_env(argv: list[str], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Everything a reader needs to reproduce or judge a number; framework versions are added by the workers.
+    ``environ``: the variables the measuring processes run with (this process's by default)."""
+    environ = os.environ if environ is None else environ
     return {
         "trainbench_version": trainbench.__version__,
         "suite_commit": suite_commit(),
@@ -54,6 +57,6 @@ def collect_env(argv: list[str]) -> dict[str, Any]:
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "cuda_visible_devices": environ.get("CUDA_VISIBLE_DEVICES"),
         "gpu": gpu_report(),
     }

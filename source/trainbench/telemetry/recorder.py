@@ -1,0 +1,68 @@
+"""GPU telemetry wired into a worker's timed windows: counters at both synchronised edges, the sampler between.
+
+``WindowTelemetry.open`` never fails a measurement: without a GPU or NVML it records why and every hook does
+nothing. The edges are read outside the timed interval (after the start's synchronisation and before its clock
+read; after the end's clock read), so NVML's queries never count as training time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from trainbench.telemetry.probe import Edge, GpuProbe
+from trainbench.telemetry.sampler import Sampler
+from trainbench.telemetry.summary import no_telemetry, summarize
+
+
+class WindowTelemetry:
+    """One batch size's telemetry: ``window_start``/``window_end`` around every timed window, ``step_end`` after
+    every step, ``values`` for its result, ``close`` at the end (also after a failure)."""
+
+    def __init__(self, probe: GpuProbe | None, note: str | None, sampler: Sampler | None) -> None:
+        self.probe, self.note, self.sampler = probe, note, sampler
+        self.gpus = list(probe.gpus) if probe is not None else []
+        self.starts: list[Edge] = []
+        self.ends: list[Edge] = []
+
+    @classmethod
+    def open(cls, device: str, timeline: Path | None, interval_s: float) -> WindowTelemetry:
+        """Telemetry of the worker's GPUs; the timeline CSV at ``timeline`` when ``interval_s`` > 0."""
+        probe = GpuProbe.open(device)
+        if isinstance(probe, str):
+            return cls(None, probe, None)
+        sampler = Sampler(probe.sample, timeline, interval_s) if timeline is not None and interval_s > 0 else None
+        if sampler is not None:
+            sampler.start()
+        return cls(probe, None, sampler)
+
+    @property
+    def step_hooks(self) -> Sequence[Any]:
+        return (self.sampler.step_end,) if self.sampler else ()
+
+    def window_start(self, window: int) -> None:
+        if self.probe is not None:
+            self.starts.append(self.probe.edge())
+        if self.sampler is not None:
+            self.sampler.window_start(window)
+
+    def window_end(self, window: int) -> None:
+        if self.sampler is not None:
+            self.sampler.window_end(window)
+        if self.probe is not None:
+            self.ends.append(self.probe.edge())
+
+    def close(self) -> None:
+        if self.sampler is not None:
+            self.sampler.stop()
+        if self.probe is not None:
+            self.probe.close()
+            self.probe = None  # values() still works from what was read
+
+    def values(self, windows_s: Sequence[float], images: int) -> dict[str, Any]:
+        """The result's telemetry fields (call after ``close``: the sampler's last rows are in)."""
+        if self.note is not None:
+            return no_telemetry(self.note)
+        samples = self.sampler.timed_samples if self.sampler else []
+        return summarize(self.gpus, self.starts, self.ends, windows_s, images, samples)

@@ -234,3 +234,20 @@ def test_a_timeline_file_is_never_overwritten(tmp_path: Path) -> None:
     with pytest.raises(FileExistsError):
         Sampler(lambda: [], path, 0.1).start()
     assert path.read_text() == "kept\n"
+
+
+def test_a_sampler_that_fails_ends_the_timeline_not_the_run(tmp_path: Path) -> None:
+    calls = iter(range(10_000))
+
+    def sample() -> list[dict[str, float]]:
+        if next(calls) >= 3:
+            raise RuntimeError("GPU is lost")
+        return [{"gpu": 0, "power_w": 100.0}]
+
+    sampler = Sampler(sample, tmp_path / "batch_1.csv", 0.01)
+    sampler.start()
+    time.sleep(0.1)
+    sampler.stop()  # does not raise
+    assert sampler.failure == "the timeline stopped early: GPU is lost"
+    rows = read_rows(tmp_path / "batch_1.csv")
+    assert [row["power_w"] for row in rows if row["event"] == EVENT_SAMPLE] == ["100.0"] * 3  # kept

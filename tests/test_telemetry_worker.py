@@ -185,3 +185,12 @@ def test_a_lost_gpu_is_recorded_and_the_others_are_read(nvml: Callable[..., Modu
     assert "unavailable" in report["gpus"][1] and report["gpus"][2]["uuid"] == h100(2)["uuid"]
     assert visible_gpu_count() == 3
     assert json.dumps(report)  # env.json can hold it
+
+
+def test_a_timeline_that_cannot_be_written_leaves_the_energy(nvml: Callable[..., ModuleType],
+                                                             tmp_path: Path) -> None:
+    nvml([h100(0)])
+    (tmp_path / "afile").write_text("")
+    values = measure(config(), SleepEngine(), tmp_path / "afile" / "t.csv").result.values  # type: ignore[arg-type]
+    assert values["mean_power_w"] == pytest.approx(300.0, rel=0.05)
+    assert f"no timeline: {tmp_path / 'afile' / 't.csv'}" in values["telemetry_note"]

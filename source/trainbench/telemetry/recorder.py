@@ -20,8 +20,9 @@ class WindowTelemetry:
     """One batch size's telemetry: ``window_start``/``window_end`` around every timed window, ``step_end`` after
     every step, ``values`` for its result, ``close`` at the end (also after a failure)."""
 
-    def __init__(self, probe: GpuProbe | None, note: str | None, sampler: Sampler | None) -> None:
-        self.probe, self.note, self.sampler = probe, note, sampler
+    def __init__(self, probe: GpuProbe | None, note: str | None, sampler: Sampler | None,
+                 timeline_note: str | None = None) -> None:
+        self.probe, self.note, self.sampler, self.timeline_note = probe, note, sampler, timeline_note
         self.gpus = list(probe.gpus) if probe is not None else []
         self.starts: list[Edge] = []
         self.ends: list[Edge] = []
@@ -32,9 +33,13 @@ class WindowTelemetry:
         probe = GpuProbe.open(device)
         if isinstance(probe, str):
             return cls(None, probe, None)
-        sampler = Sampler(probe.sample, timeline, interval_s) if timeline is not None and interval_s > 0 else None
-        if sampler is not None:
+        if timeline is None or interval_s <= 0:
+            return cls(probe, None, None)
+        sampler = Sampler(probe.sample, timeline, interval_s)
+        try:
             sampler.start()
+        except OSError as error:  # the file cannot be made: energy and counters are still measured
+            return cls(probe, None, None, f"no timeline: {timeline}: {error.strerror or error}")
         return cls(probe, None, sampler)
 
     @property
@@ -65,4 +70,7 @@ class WindowTelemetry:
         if self.note is not None:
             return no_telemetry(self.note)
         samples = self.sampler.timed_samples if self.sampler else []
-        return summarize(self.gpus, self.starts, self.ends, windows_s, images, samples)
+        values = summarize(self.gpus, self.starts, self.ends, windows_s, images, samples)
+        failure = self.sampler.failure if self.sampler else self.timeline_note
+        notes = [note for note in (values["telemetry_note"], failure) if note]
+        return {**values, "telemetry_note": "; ".join(notes) or None}

@@ -7,6 +7,7 @@ so a worker that crashes keeps its timeline up to the last period. Column meanin
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import threading
 import time
@@ -47,6 +48,7 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, name="gpu-telemetry", daemon=True)
         self._file: Any = None
         self._writer: Any = None
+        self.failure: str | None = None  # why the timeline stopped early (a full disk, NVML gone): the run goes on
 
     # --- called from the training loop: cheap, no I/O
 
@@ -81,17 +83,28 @@ class Sampler:
         self._thread.start()
 
     def stop(self) -> None:
-        """The last sample and every pending event written, the file closed."""
+        """The last sample and every pending event written, the file closed; never raises (see ``failure``)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
         if self._file is not None and not self._file.closed:
-            self._write_samples()
-            self._file.close()
+            if self.failure is None:
+                self._guarded_write()
+            with contextlib.suppress(OSError):
+                self._file.close()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
+        while not self._stop.wait(self.interval_s) and self._guarded_write():
+            pass
+
+    def _guarded_write(self) -> bool:
+        """One period's rows; on an error the timeline ends with the reason, the measurement does not."""
+        try:
             self._write_samples()
+        except Exception as error:  # noqa: BLE001 - OSError (disk full), NVML errors: recorded in the result
+            self.failure = f"the timeline stopped early: {error}"
+            return False
+        return True
 
     def _write_samples(self) -> None:
         marks = {"time_s": self._clock(), "event": EVENT_SAMPLE, "phase": self.phase, "window": self.window,

@@ -177,6 +177,9 @@ def test_a_worker_uses_the_first_gpu_cuda_shows_it() -> None:
     assert worker_gpu_indices("cuda", gpus, "GPU-3aaa") == [3]
     assert worker_gpu_indices("cuda", gpus, "") == []
     assert worker_gpu_indices("cpu", gpus, None) == []
+    assert worker_gpu_indices("cuda", gpus, "3,1,2", local_rank=1) == [1]  # torchrun: its local rank's GPU
+    assert worker_gpu_indices("cuda", gpus, "3,1", every_gpu=True) == [3, 1]  # one process driving them all
+    assert worker_gpu_indices("cuda", gpus, "3", local_rank=1) == []
 
 
 # --- the sampler thread and the timeline file

@@ -173,6 +173,35 @@ class ProfileConfig:
         return self.start_iteration + self.iterations
 
 
+MAX_PROCESSES = 1024  # processes per node (GPUs per node) and nodes of one launch
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """How many processes measure or train together (PyTorch: a torchrun launch, one process per GPU; TensorFlow:
+    MirroredStrategy over a node's GPUs, MultiWorkerMirroredStrategy across nodes through TF_CONFIG or Slurm).
+    1 x 1 is the plain single-process worker."""
+
+    processes_per_node: int = 1  # --gpus: one process per GPU (on the CPU: processes, gloo)
+    nodes: int = 1  # --nodes: with more than one, every node runs the same command with the same rendezvous
+    rdzv_endpoint: str | None = None  # HOST:PORT of the c10d rendezvous (several nodes); None: this node alone
+    rdzv_id: str | None = None  # the job's name for the rendezvous (Slurm: the job id)
+
+    def __post_init__(self) -> None:
+        check("processes per node", int_problem(self.processes_per_node, 1, MAX_PROCESSES))
+        check("nodes", int_problem(self.nodes, 1, MAX_PROCESSES))
+        if self.nodes > 1 and not self.rdzv_endpoint:
+            raise UsageError("--nodes above 1 needs --rdzv-endpoint HOST:PORT (the node every node can reach)")
+
+    @property
+    def world_size(self) -> int:
+        return self.processes_per_node * self.nodes
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+
 @dataclass(frozen=True)
 class BenchConfig:
     """One throughput measurement: a model configuration at one batch size."""
@@ -187,6 +216,7 @@ class BenchConfig:
     repeats: int = 1  # timed windows of ``steps`` steps each, back to back after one warm-up: a spread of images/s
     profile: ProfileConfig | None = None  # set: run the profiler's window instead of a timed measurement
     telemetry_interval_s: float = 0.1  # GPU timeline sampling period; 0: no timeline (edge counters still read)
+    launch: LaunchConfig = field(default_factory=LaunchConfig)  # batch_size is per process (per GPU)
 
     def __post_init__(self) -> None:
         check("batch size", int_problem(self.batch_size, 1, MAX_BATCH_SIZE))
@@ -219,6 +249,7 @@ class TrainConfig:
     output: str = "train_data"
     resume: bool = False
     log_every: int = 100
+    launch: LaunchConfig = field(default_factory=LaunchConfig)  # PyTorch: processes sharing the global batch
 
     def __post_init__(self) -> None:
         check("epochs", int_problem(self.epochs))
@@ -281,7 +312,7 @@ def bench_config_from_dict(raw: Any) -> BenchConfig:
     """A throughput or profile worker's configuration (logs/batch_<X>.config.json)."""
     fields = _fields(raw)
     nested = {**_nested(ModelConfig, fields, "model", required=True), **_nested(OptimizerConfig, fields, "optimizer"),
-              **_nested(ProfileConfig, fields, "profile")}
+              **_nested(ProfileConfig, fields, "profile"), **_nested(LaunchConfig, fields, "launch")}
     return BenchConfig(**{**fields, **nested})
 
 
@@ -289,5 +320,5 @@ def train_config_from_dict(raw: Any) -> TrainConfig:
     """A training run's configuration (its config.json)."""
     fields = _fields(raw)
     nested = {**_nested(ModelConfig, fields, "model", required=True), **_nested(OptimizerConfig, fields, "optimizer"),
-              **_tuple(fields, "decay_epochs")}
+              **_tuple(fields, "decay_epochs"), **_nested(LaunchConfig, fields, "launch")}
     return TrainConfig(**{**fields, **nested})

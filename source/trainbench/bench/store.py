@@ -29,11 +29,12 @@ MEASURED_FIELDS: tuple[str, ...] = (
     "window_s",
     "timed_steps",
     "warmup_steps",
+    "world_size",  # processes that measured together (--gpus x --nodes); None: one
     *TELEMETRY_VALUES,  # GPU energy, power, clocks, throttling over the timed windows (see trainbench.telemetry)
 )
 RESULT_FIELDS: tuple[str, ...] = ("batch_size", "status", *MEASURED_FIELDS, "error")  # summary.csv's columns
 # nested: summary.json only
-JSON_ONLY_FIELDS: tuple[str, ...] = ("gpus_at_window_end", "window_images_per_sec", GPU_TELEMETRY)
+JSON_ONLY_FIELDS: tuple[str, ...] = ("gpus_at_window_end", "window_images_per_sec", GPU_TELEMETRY, "ranks")
 STEP_FIELDS: tuple[str, ...] = ("batch_size", "phase", "step", "seconds")
 
 

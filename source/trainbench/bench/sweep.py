@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainbench.bench.launch import worker_command
+from trainbench.bench.ranks import merge_ranks
 from trainbench.bench.store import ThroughputRun
 from trainbench.bench.worker import SWEEP_ENV, sweep_identity
 from trainbench.config import BenchConfig, to_dict
@@ -20,7 +22,7 @@ from trainbench.report.plot import plot_throughput
 from trainbench.report.table import format_table
 from trainbench.report.telemetry_plot import plot_telemetry
 from trainbench.results.failure import says_out_of_memory
-from trainbench.results.files import batch_file, create_run_dir, worker_file, write_json_atomic
+from trainbench.results.files import batch_file, create_run_dir, rank_files, worker_file, write_json_atomic
 from trainbench.results.records import BatchResult, Status
 from trainbench.results.store import RunStore
 from trainbench.telemetry.env import collect_env
@@ -82,7 +84,7 @@ def run_worker(config: BenchConfig, run: RunStore, timeout_s: float | None = Non
     result_path = worker_file(run.path, batch, ".result.json")
     write_json_atomic(config_path, to_dict(config))
     log_path = run.log_path(batch)
-    command = [*prefix, sys.executable, "-m", worker, str(config_path), str(result_path)]
+    command = [*prefix, *worker_command(config, worker), str(config_path), str(result_path)]
     if timeline:
         command.append(str(batch_file(run.path / TELEMETRY_DIR, batch, ".csv")))
     child: subprocess.Popen[bytes] | None = None
@@ -105,12 +107,20 @@ def run_worker(config: BenchConfig, run: RunStore, timeout_s: float | None = Non
                 stop_child(child)
             run.add(BatchResult.failed(batch, Status.INTERRUPTED, "interrupted by the user"))
             raise
-    if not result_path.exists():
+    paths = rank_files(result_path) if config.launch.distributed else [result_path]
+    payloads = [json.loads(path.read_text()) for path in paths if path.exists()]
+    if not payloads:
         result = death_result(batch, returncode, log_path.read_text(errors="replace"))
         run.add(result)
         return WorkerOutcome(result, returncode)
-    payload = json.loads(result_path.read_text())
-    result = BatchResult.from_row(payload["result"])
+    if config.launch.distributed:
+        result = merge_ranks([BatchResult.from_row(payload["result"]) for payload in payloads],
+                             config.launch.world_size)
+        if returncode and result.ok:  # a rank died without a result while the others wrote theirs
+            result = death_result(batch, returncode, log_path.read_text(errors="replace"))
+    else:
+        result = BatchResult.from_row(payloads[0]["result"])
+    payload = payloads[0]  # rank 0's step times
     run.add(result, payload.get("warmup_s", ()), payload.get("step_s", ()))
     return WorkerOutcome(result, returncode, payload.get("versions", {}))
 
@@ -158,6 +168,7 @@ def measure_throughput(
         "timed_steps": configs[0].steps,
         "sync_every_step": configs[0].sync_every_step,
         "telemetry_interval_s": configs[0].telemetry_interval_s,
+        "launch": to_dict(configs[0].launch),  # batch sizes are per process; images/s counts every process
     }
     run_dir = run_dir or create_run_dir(output, f"{model.framework}_{model.precision}_{model.device}")
     environment = collect_env(sys.argv, {**os.environ, **(env or {})})  # what the workers run with

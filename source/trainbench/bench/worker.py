@@ -30,7 +30,7 @@ from trainbench.config import BenchConfig, bench_config_from_dict
 from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
 from trainbench.results.failure import failure_status, one_line
-from trainbench.results.files import write_json_atomic
+from trainbench.results.files import rank_file, write_json_atomic
 from trainbench.results.records import BatchResult, Status
 from trainbench.telemetry.nvml import gpu_state
 from trainbench.telemetry.recorder import WindowTelemetry
@@ -130,7 +130,9 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
     windows_text = f" x {config.repeats} windows" if config.repeats > 1 else ""
     print(f"batch {config.batch_size}: {config.warmup_steps} warm-up + {config.steps} timed steps{windows_text}",
           flush=True)
-    telemetry = WindowTelemetry.open(config.model.device, timeline, config.telemetry_interval_s)
+    # TensorFlow's one process drives every GPU it sees (MirroredStrategy); a torch process, its own
+    telemetry = WindowTelemetry.open(config.model.device, timeline, config.telemetry_interval_s,
+                                     every_gpu=config.model.framework == "tf")
     try:
         # One warm-up, then the windows back to back: each synchronised at both edges, each its own images/s sample.
         windows = [run_window(runner, config.warmup_steps if i == 0 else 0, config.steps,
@@ -173,6 +175,11 @@ def main(argv: list[str], how: Measure = measure) -> int:
     exit_with_sweep()
     config_path, result_path, *timeline = (Path(arg) for arg in argv)
     config = bench_config_from_dict(json.loads(config_path.read_text()))
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # one of torchrun's processes: files of its own
+        rank = int(os.environ["RANK"])
+        result_path = rank_file(result_path, rank)
+        if rank:  # rank 0's timeline keeps the plain name: telemetry.png draws it
+            timeline = [rank_file(path, rank) for path in timeline]
     payload = run(config, how, timeline[0] if timeline else None)
     write_json_atomic(result_path, payload)
     return 0 if payload["result"]["status"] == Status.OK else 1

@@ -15,9 +15,11 @@ from trainbench.config import (
     MAX_COUNT,
     MAX_IMAGE_SIZE,
     MAX_NUM_CLASSES,
+    MAX_PROCESSES,
     MAX_SEED,
     PRECISIONS,
     BenchConfig,
+    LaunchConfig,
     ModelConfig,
     field_default,
     float_problem,
@@ -26,6 +28,8 @@ from trainbench.config import (
 )
 from trainbench.data.source import num_classes, open_source, tfrecords_only
 from trainbench.engines.base import resolve_device_here
+from trainbench.errors import UsageError
+from trainbench.telemetry.nvml import visible_gpu_count
 
 # --- option types: every number and list is checked where it is parsed, so the error names the option ---------
 # argparse turns an ArgumentTypeError into "argument --steps: <message>". The bounds are config.py's checks, the
@@ -126,6 +130,30 @@ def telemetry_interval(text: str) -> float:
     if problem:
         raise argparse.ArgumentTypeError(problem)
     return value
+
+
+def add_launch_options(parser: argparse.ArgumentParser) -> None:
+    """Several processes measuring together (PyTorch: torchrun, DDP)."""
+    parser.add_argument("--gpus", type=whole_number(1, MAX_PROCESSES), default=1, metavar="N",
+                        help="PyTorch: N processes on this node, one per GPU, launched by torchrun (DDP; on the CPU: "
+                        "N processes with gloo); the batch size is per process (default 1)")
+    parser.add_argument("--nodes", type=whole_number(1, MAX_PROCESSES), default=1, metavar="M",
+                        help="PyTorch: nodes running this same command together (with --rdzv-endpoint; see "
+                        "scripts/slurm/); TensorFlow: recorded, its workers come from TF_CONFIG or Slurm (default 1)")
+    parser.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="the c10d rendezvous every node can reach")
+    parser.add_argument("--rdzv-id", metavar="ID", help="the job's rendezvous name (default: $SLURM_JOB_ID)")
+
+
+def launch_config(args: argparse.Namespace, model: ModelConfig) -> LaunchConfig:
+    """The launch the options ask for, refused when this machine or framework cannot run it."""
+    launch = LaunchConfig(processes_per_node=args.gpus, nodes=args.nodes, rdzv_endpoint=args.rdzv_endpoint,
+                          rdzv_id=args.rdzv_id)
+    if model.framework == "tf" and launch.processes_per_node > 1:
+        raise UsageError("--gpus: TensorFlow drives every visible GPU from one process (MirroredStrategy); "
+                         "choose them with CUDA_VISIBLE_DEVICES")
+    if model.device == "cuda" and launch.processes_per_node > (visible := visible_gpu_count()):
+        raise UsageError(f"--gpus {launch.processes_per_node}: this node shows {visible} GPU(s) to CUDA")
+    return launch
 
 
 def add_telemetry_option(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ from trainbench.cli.options import (
     POSITIVE,
     TIMEOUT,
     add_input_options,
+    add_launch_options,
     add_model_options,
     model_config,
     names,
@@ -48,6 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="where profiled_data_PROFILER is made "
                         "(default: here; profiled_data_PROFILER-1, -2... when taken)")
     parser.add_argument("--timeout", type=TIMEOUT, metavar="S", help="give up on a batch size after S seconds")
+    add_launch_options(parser)
     # bench_configs reads the throughput options; the profiler's window replaces the timed steps, so these are
     # placeholders that pass BenchConfig's checks, not settings
     parser.set_defaults(run=run, warmup=0, steps=1, sync_every_step=False, repeats=1, telemetry_interval=0)

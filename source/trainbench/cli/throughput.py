@@ -11,9 +11,11 @@ from trainbench.cli.options import (
     POSITIVE,
     TIMEOUT,
     add_input_options,
+    add_launch_options,
     add_model_options,
     add_telemetry_option,
     existing_data_dir,
+    launch_config,
     model_config,
     path_text,
     whole_numbers,
@@ -62,16 +64,18 @@ def add_sweep_options(parser: argparse.ArgumentParser, output: str) -> None:
                         help="wait for the device after every step (exact per-step times, slightly slower)")
     parser.add_argument("--timeout", type=TIMEOUT, metavar="S", help="give up on a batch size after S seconds")
     add_telemetry_option(parser)
+    add_launch_options(parser)
 
 
 def bench_configs(args: argparse.Namespace, model: ModelConfig) -> list[BenchConfig]:
     default = GPU_BATCH_SIZES if model.device == "cuda" else CPU_BATCH_SIZES
     sizes = args.batch_sizes or default
     data = existing_data_dir(args.data)
+    launch = launch_config(args, model)
     return [
         BenchConfig(model=model, batch_size=size, warmup_steps=args.warmup, steps=args.steps, data=data,
                     sync_every_step=args.sync_every_step, repeats=args.repeats,
-                    telemetry_interval_s=args.telemetry_interval)
+                    telemetry_interval_s=args.telemetry_interval, launch=launch)
         for size in sizes
     ]
 

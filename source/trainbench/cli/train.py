@@ -5,14 +5,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import subprocess
 import sys
 from pathlib import Path
 
+from trainbench.bench.launch import TORCHRUN, torchrun_options
 from trainbench.cli.options import (
     DATA_DIR_HELP,
     POSITIVE,
+    add_launch_options,
     add_model_options,
     existing_data_dir,
+    launch_config,
     model_config,
     path_text,
     real_number,
@@ -80,6 +84,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "checkpoint (its saved configuration is used; --epochs may extend it)")
     parser.add_argument("--log-every", type=POSITIVE, default=field_default(TrainConfig, "log_every"), metavar="N",
                         help="progress line every N steps")
+    add_launch_options(parser)
+    # Each torchrun process of a --gpus run: `trainbench train --rank-of RUN_DIR` trains the run's saved configuration.
+    parser.add_argument("--rank-of", type=path_text, help=argparse.SUPPRESS)
     parser.set_defaults(run=run)
 
 
@@ -112,12 +119,21 @@ def new_config(args: argparse.Namespace) -> TrainConfig:
         data=existing_data_dir(args.data), synthetic_train_examples=args.synthetic_train_examples,
         synthetic_eval_examples=args.synthetic_eval_examples, steps_per_epoch=args.steps_per_epoch,
         eval_steps=args.eval_steps, output=args.output, log_every=args.log_every,
+        launch=launch_config(args, model_config(args)),
     )
 
 
 def resumed_config(run_dir: Path, epochs: int | None) -> TrainConfig:
     """The run's own configuration from its config.json; one that cannot be read or is malformed is one line naming
     the file."""
+    saved = _saved_config(run_dir)
+    if epochs is not None and epochs < saved.epochs:  # config.json would lose the run's own plan
+        raise UsageError(f"--epochs {epochs}: {run_dir} already trains for {saved.epochs} epochs; "
+                         "--epochs can only extend it")
+    return dataclasses.replace(saved, resume=True, epochs=epochs or saved.epochs)
+
+
+def _saved_config(run_dir: Path) -> TrainConfig:
     path = run_dir / CONFIG_FILE
     try:
         saved = train_config_from_dict(json.loads(path.read_text()))
@@ -125,10 +141,7 @@ def resumed_config(run_dir: Path, epochs: int | None) -> TrainConfig:
         raise UsageError(f"{path}: not a trainbench training run ({type(error).__name__}: {error})") from None
     except UsageError as error:  # a value out of bounds (an edited file): say which file holds it
         raise UsageError(f"{path}: {error}") from None
-    if epochs is not None and epochs < saved.epochs:  # config.json would lose the run's own plan
-        raise UsageError(f"--epochs {epochs}: {run_dir} already trains for {saved.epochs} epochs; "
-                         "--epochs can only extend it")
-    return dataclasses.replace(saved, resume=True, epochs=epochs or saved.epochs)
+    return saved
 
 
 def _start_record(run_dir: Path, config: TrainConfig) -> None:
@@ -145,6 +158,7 @@ def _train(config: TrainConfig, engine: Engine, run_dir: Path) -> int:
     try:
         trainer = engine.make_trainer(config)
         rows = train(config, trainer, run_dir, lambda line: print(line, flush=True))
+        rows = rows if trainer.is_primary else []  # one process of several says the result
     except Exception as error:
         if not is_out_of_memory(error):
             raise
@@ -158,7 +172,18 @@ def _train(config: TrainConfig, engine: Engine, run_dir: Path) -> int:
     return 0
 
 
+def _launch(config: TrainConfig, run_dir: Path) -> int:
+    """The run's processes under torchrun (each one ``trainbench train --rank-of RUN_DIR``); their exit status."""
+    command = [sys.executable, "-m", TORCHRUN, *torchrun_options(config.launch), "--module", "trainbench", "train",
+               "--rank-of", str(run_dir)]
+    return subprocess.run(command, check=False).returncode
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.rank_of:  # one process of a torchrun launch: the parent wrote the run's files
+        run_dir = Path(args.rank_of)
+        config = _saved_config(run_dir)  # as the parent wrote it, resumed or new
+        return _train(config, load_engine(config.model.framework), run_dir)
     if args.resume:
         run_dir = Path(args.resume)
         config = resumed_config(run_dir, args.epochs)
@@ -167,6 +192,9 @@ def run(args: argparse.Namespace) -> int:
         run_dir = create_run_dir(Path(config.output), f"train_{config.model.framework}_{config.model.precision}")
     _start_record(run_dir, config)
     print(f"run folder: {run_dir}", flush=True)
-    status = _train(config, load_engine(config.model.framework), run_dir)
+    if config.model.framework == "torch" and config.launch.distributed:
+        status = _launch(config, run_dir)
+    else:
+        status = _train(config, load_engine(config.model.framework), run_dir)
     print(run_dir)
     return status

@@ -6,6 +6,7 @@ same functions below, so a benchmarked step is exactly the step that training ru
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import math
 import os
@@ -44,6 +45,41 @@ def _device(model_config: ModelConfig) -> str:
     device = resolve_device(model_config.device, torch.cuda.device_count(), "PyTorch")
     check_precision(model_config.precision, device)
     return device
+
+
+COLLECTIVE_TIMEOUT = dt.timedelta(minutes=10)  # a rank that died or hangs fails the others' collectives, not forever
+
+
+def world_size() -> int:
+    """Processes of this torchrun launch (1 without torchrun)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def _join_world(device: str) -> tuple[str, Callable[[nn.Module], nn.Module] | None]:
+    """Under torchrun (WORLD_SIZE > 1): this process's device (its LOCAL_RANK-th GPU) in the process group (NCCL on
+    GPUs, gloo on the CPU) and the DistributedDataParallel wrapper; alone: the device as it is and no wrapper."""
+    if world_size() <= 1:
+        return device, None
+    cuda = torch.device(device).type == "cuda"
+    if cuda:
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+        torch.cuda.set_device(device)
+    if not torch.distributed.is_initialized():
+        torch.distributed.init_process_group(backend="nccl" if cuda else "gloo", timeout=COLLECTIVE_TIMEOUT)
+
+    def wrap(module: nn.Module) -> nn.Module:
+        return nn.parallel.DistributedDataParallel(module, device_ids=[device] if cuda else None)
+
+    return device, wrap
+
+
+def _world_record() -> dict[str, Any] | None:
+    """The process group this process measured in, for env.json (None alone)."""
+    if not torch.distributed.is_initialized():
+        return None
+    return {"backend": torch.distributed.get_backend(), "world_size": torch.distributed.get_world_size(),
+            "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+            "nodes": int(os.environ.get("GROUP_WORLD_SIZE", "1"))}
 
 
 def _prepare_device(device: str) -> None:
@@ -130,12 +166,17 @@ class _Runner:
 
     def __init__(self, config: BenchConfig, device: str) -> None:
         model = config.model
-        self.images_per_step: int = config.batch_size  # one process, one device
-        self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device)
+        device, wrap = _join_world(device)
+        self._distributed = wrap is not None
+        self.images_per_step: int = config.batch_size  # this process's (one device's); the sweep counts the world
+        rank, world = int(os.environ.get("RANK", "0")), world_size()
+        learning_rate = config.optimizer.learning_rate(config.batch_size * world)
+        self._parts = _build(model, config.optimizer, learning_rate, device, wrap)
         self._cuda = torch.device(device).type == "cuda"
         self._train_step = self._parts.step
         if config.data is not None:
-            loader = _loader(open_source(config.data), config.batch_size, model, device, train=True)
+            loader = _loader(open_source(config.data), config.batch_size, model, device, train=True, rank=rank,
+                             world=world)
             self._next_batch = torch_pipeline.batches(loader, device, model.channels_last, endless=True).__next__
             return
         generator = torch.Generator(device=device).manual_seed(model.seed)
@@ -155,8 +196,12 @@ class _Runner:
         self._train_step(*self._next_batch())
 
     def sync(self) -> None:
+        """This device done, then (several processes) every rank here: a window starts and ends together on all
+        ranks, so the slowest rank's time is every rank's."""
         if self._cuda:
             torch.cuda.synchronize()
+        if self._distributed:
+            torch.distributed.barrier()
 
 
 # --- end-to-end training ----------------------------------------------------------------------------------------
@@ -172,12 +217,11 @@ def _on_device(images: np.ndarray, labels: np.ndarray, device: str, channels_las
 class _Trainer:
     def __init__(self, config: TrainConfig) -> None:
         model = config.model
-        self._world = int(os.environ.get("WORLD_SIZE", "1"))
+        self._world = world_size()
         self._rank = int(os.environ.get("RANK", "0"))
-        device = _device(model)
-        wrap: Callable[[nn.Module], nn.Module] | None = None
-        if self._world > 1:
-            device, wrap = self._init_distributed(config, device)
+        if config.batch_size % self._world:
+            raise UsageError(f"batch size {config.batch_size} does not split evenly over {self._world} processes")
+        device, wrap = _join_world(_device(model))
         _prepare_device(device)
         self._device = device
         self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device, wrap)
@@ -229,21 +273,6 @@ class _Trainer:
         self._cycle_eval = config.eval_steps is not None  # a given step count may need more than one pass
         self.steps_per_epoch = steps_for(count_examples(source, True), config.batch_size, config.steps_per_epoch)
         self.eval_steps = steps_for(count_examples(source, False), config.batch_size, config.eval_steps)
-
-    def _init_distributed(self, config: TrainConfig, device: str) -> tuple[str, Callable[[nn.Module], nn.Module]]:
-        """One process per GPU, started by torchrun. Not testable on this project's CPU-only CI machine."""
-        if config.batch_size % self._world:
-            raise UsageError(f"batch size {config.batch_size} does not split evenly over {self._world} processes")
-        cuda = device.startswith("cuda")
-        if cuda:
-            device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
-            torch.cuda.set_device(device)
-        torch.distributed.init_process_group(backend="nccl" if cuda else "gloo")
-
-        def wrap(module: nn.Module) -> nn.Module:
-            return nn.parallel.DistributedDataParallel(module, device_ids=[device] if cuda else None)
-
-        return device, wrap
 
     @property
     def model(self) -> nn.Module:
@@ -384,6 +413,8 @@ class TorchEngine:
             "cudnn": torch.backends.cudnn.version() or None,
             "devices": ["cpu", *gpus],
             "threads": torch.get_num_threads(),
+            "nccl": ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else None,
+            "distributed": _world_record(),
         }
 
     def make_runner(self, config: BenchConfig) -> _Runner:

@@ -15,6 +15,7 @@ import csv
 import io
 import json
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterable, Sequence
@@ -62,6 +63,20 @@ def batch_file(folder: Path, batch_size: int, suffix: str = "") -> Path:
 def worker_file(run_dir: Path, batch_size: int, suffix: str) -> Path:
     """A worker's own file in a run folder: logs/batch_<X><suffix> (.log, .config.json, .result.json)."""
     return batch_file(run_dir / LOGS, batch_size, suffix)
+
+
+def rank_file(path: Path, rank: int) -> Path:
+    """One process's own copy of a per-batch file when several measure together: ``batch_<X>.rank<R><suffix>``."""
+    head, dot, rest = path.name.partition(".")
+    return path.with_name(f"{head}.rank{rank}{dot}{rest}")
+
+
+def rank_files(path: Path) -> list[Path]:
+    """Every ``rank_file`` of ``path`` there is, by rank."""
+    head, dot, rest = path.name.partition(".")
+    found = [(int(match[1]), candidate) for candidate in path.parent.glob(f"{head}.rank*{dot}{rest}")
+             if (match := re.fullmatch(rf"{re.escape(head)}\.rank(\d+){re.escape(dot + rest)}", candidate.name))]
+    return [candidate for _, candidate in sorted(found)]
 
 
 def write_text_atomic(path: Path, text: str) -> None:

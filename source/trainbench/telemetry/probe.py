@@ -35,12 +35,15 @@ class Edge:
     violation_ns: tuple[dict[int, int | None], ...]  # per GPU: throttle policy -> cumulative violation time, ns
 
 
-def worker_gpu_indices(device: str, gpus: list[dict[str, Any]], visible: str | None) -> list[int]:
-    """The NVML indices of the GPUs a worker on ``device`` computes on: the engines use the first GPU CUDA shows
-    them (``cuda:0``), none on the CPU."""
+def worker_gpu_indices(device: str, gpus: list[dict[str, Any]], visible: str | None, *, every_gpu: bool = False,
+                       local_rank: int = 0) -> list[int]:
+    """The NVML indices of the GPUs a worker on ``device`` computes on: every GPU CUDA shows it when one process
+    drives them all (TensorFlow's MirroredStrategy), else the one of its local rank (torchrun: ``cuda:LOCAL_RANK``;
+    alone: ``cuda:0``); none on the CPU."""
     if device != "cuda":
         return []
-    return visible_gpu_indices(gpus, visible)[:1]
+    shown = visible_gpu_indices(gpus, visible)
+    return shown if every_gpu else shown[local_rank:local_rank + 1]
 
 
 class GpuProbe:
@@ -51,12 +54,13 @@ class GpuProbe:
         self._handles = [nvml.nvmlDeviceGetHandleByIndex(gpu.index) for gpu in gpus]
 
     @classmethod
-    def open(cls, device: str) -> GpuProbe | str:
-        """A probe of the GPUs a worker on ``device`` uses, or why there is none."""
+    def open(cls, device: str, every_gpu: bool = False) -> GpuProbe | str:
+        """A probe of the GPUs a worker on ``device`` uses (``every_gpu``: all it sees), or why there is none."""
         if device != "cuda":
             return f"{NO_TELEMETRY}: the run is on the {device}"
         report = gpu_report()
-        indices = worker_gpu_indices(device, report["gpus"], os.environ.get("CUDA_VISIBLE_DEVICES"))
+        indices = worker_gpu_indices(device, report["gpus"], os.environ.get("CUDA_VISIBLE_DEVICES"),
+                                     every_gpu=every_gpu, local_rank=int(os.environ.get("LOCAL_RANK", "0")))
         if not indices:
             return f"{NO_TELEMETRY}: {report.get('unavailable') or 'NVML sees none of the GPUs CUDA shows'}"
         by_index = {gpu["index"]: gpu for gpu in report["gpus"]}

@@ -1,0 +1,34 @@
+"""How a worker is started: one Python process, or a torchrun launch of one process per GPU (PyTorch).
+
+TensorFlow needs no launcher: one process drives a node's GPUs (MirroredStrategy), and across nodes one process
+per node joins the others through TF_CONFIG or Slurm's environment (MultiWorkerMirroredStrategy), started by the
+user's ``srun`` (scripts/slurm/). PyTorch runs one process per GPU: torchrun (``torch.distributed.run``) starts
+them on this node, ``--standalone`` alone or through a c10d rendezvous with the other nodes. When one process fails,
+torchrun ends the others, so a rank out of memory fails its batch size instead of hanging the sweep.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from trainbench.config import BenchConfig, LaunchConfig
+
+TORCHRUN = "torch.distributed.run"
+
+
+def torchrun_options(launch: LaunchConfig) -> list[str]:
+    """torchrun's options for ``launch``: this node's processes and how the nodes meet."""
+    options = [f"--nproc-per-node={launch.processes_per_node}", f"--nnodes={launch.nodes}"]
+    if launch.nodes == 1 and launch.rdzv_endpoint is None:
+        return [*options, "--standalone"]  # a rendezvous of this node alone, on a free port
+    rendezvous_id = launch.rdzv_id or os.environ.get("SLURM_JOB_ID") or "trainbench"
+    return [*options, "--rdzv-backend=c10d", f"--rdzv-endpoint={launch.rdzv_endpoint}", f"--rdzv-id={rendezvous_id}"]
+
+
+def worker_command(config: BenchConfig, module: str) -> list[str]:
+    """The command that runs ``python -m <module>`` for ``config``: under torchrun when PyTorch measures with
+    several processes. (Its arguments follow.)"""
+    if config.model.framework == "torch" and config.launch.distributed:
+        return [sys.executable, "-m", TORCHRUN, *torchrun_options(config.launch), "--module", module]
+    return [sys.executable, "-m", module]

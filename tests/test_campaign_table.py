@@ -312,3 +312,19 @@ def test_an_empty_campaign_has_a_header_and_no_rows(tmp_path: Path) -> None:
     table = read_back(tmp_path)
     assert table.empty and list(table.columns) == list(COLUMNS)
     assert format_summary(campaign_summary(table)) == "no finished runs"
+
+
+def test_scaling_efficiency_against_the_same_setting_with_one_process() -> None:
+    rows = []
+    for experiment, (framework, gpus, rates) in enumerate([("torch", 1, [100.0, 110.0, 90.0]),
+                                                           ("torch", 2, [180.0, 170.0, 190.0]),
+                                                           ("torch", 4, [300.0]), ("tf", 2, [150.0])]):
+        for repetition, rate in enumerate(rates):
+            rows.append({"config": f"{framework}_gpus{gpus}", "framework": framework, "gpus": gpus,
+                         "experiment": experiment, "batch_size": 32, "status": "ok", "images_per_sec": rate,
+                         "run_folder": f"run_{repetition}_{framework}_gpus{gpus}_ret_0"})
+    summary = campaign_summary(pd.DataFrame(rows)).set_index("config")
+    assert summary.loc["torch_gpus1", "scaling_efficiency"] == pytest.approx(1.0)
+    assert summary.loc["torch_gpus2", "scaling_efficiency"] == pytest.approx(180.0 / (2 * 100.0))
+    assert summary.loc["torch_gpus4", "scaling_efficiency"] == pytest.approx(300.0 / (4 * 100.0))
+    assert pd.isna(summary.loc["tf_gpus2", "scaling_efficiency"])  # no tf run with one process to compare with

@@ -17,8 +17,8 @@ Axes (a scalar counts as a one-value list; a value given twice is refused):
 framework, precision, device (``trainbench throughput``'s names; "auto" is kept, resolved by the runner),
 batch_size, image_size, num_classes (absent: the data's classes, else 1000, as ``--num-classes``), seed,
 data ("synthetic" or a data folder, relative to the current folder, stored resolved), xla, compile, channels_last
-(true/false), profiler ("none" or one of ``trainbench profile``'s profilers), gpus, nodes (whole numbers >= 1,
-recorded for the runner).
+(true/false), profiler ("none" or one of ``trainbench profile``'s profilers), gpus (whole number >= 1: PyTorch
+processes under torchrun, the batch size per process), nodes (1 here; several nodes: scripts/slurm/).
 
 Settings: repeats (campaign repetitions), warmup, steps, windows (timed windows per batch size: throughput's
 ``--repeats``), timeout (seconds per batch size, or null), sync_every_step, and for the profilers start_iteration,
@@ -66,6 +66,7 @@ from trainbench.config import (
     FRAMEWORKS,
     PROFILERS,
     BenchConfig,
+    LaunchConfig,
     ModelConfig,
     ProfileConfig,
     check_choice,
@@ -449,6 +450,10 @@ def illegal(values: Mapping[str, Any]) -> str | None:
         return f"the {profiler} profiler needs framework {profiler}"
     if profiler in EXTERNAL_PROFILERS and device == "cpu":
         return f"{profiler} profiles GPU kernels, not device cpu"
+    if value("gpus") > 1 and framework != "torch":
+        return "gpus above 1 needs framework torch (TensorFlow drives the visible GPUs from one process)"
+    if value("nodes") > 1:
+        return "nodes above 1: run multi-node sweeps with scripts/slurm/throughput.sbatch, not in a campaign"
     return None
 
 
@@ -548,7 +553,9 @@ def bench_configs(matrix: Matrix, experiment: Experiment) -> list[BenchConfig]:
         # the window replaces the timed steps: the placeholders `trainbench profile` uses
         timing = {"warmup_steps": 0, "steps": 1, "repeats": 1, "sync_every_step": False, "profile": window}
     model = _model(experiment)
-    return [BenchConfig(model=model, batch_size=size, data=data, **timing) for size in matrix.batch_sizes]
+    launch = LaunchConfig(processes_per_node=value("gpus"), nodes=value("nodes"))  # torchrun for gpus > 1
+    return [BenchConfig(model=model, batch_size=size, data=data, launch=launch, **timing)
+            for size in matrix.batch_sizes]
 
 
 def _check(matrix: Matrix, origins: Mapping[str, str]) -> None:

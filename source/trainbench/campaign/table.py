@@ -30,7 +30,8 @@ appended to it, so that existing columns keep their places.
 The summary (``trainbench campaign summary DIR``) has one row per configuration (config and batch size) over its
 repetitions: ``runs`` (repetitions with a result), ``ok``, the median, min and max of the ok repetitions'
 images_per_sec, ``spread_pct`` ((max - min) / median x 100) and ``cv_pct`` (standard deviation / mean x 100,
-ddof 1: empty with one repetition).
+ddof 1: empty with one repetition) and, when the matrix has a ``gpus`` axis, ``scaling_efficiency``: the median
+images/s with N processes over N times the median of the same configuration (every other axis equal) with 1.
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ RESULT_VALUES = ("images_per_sec", "step_time_median_s", "step_time_p10_s", "ste
 IMAGES_COLUMNS = ("window_images_per_sec", "images_per_sec")  # left empty on a profiled run's rows
 
 SUMMARY_COLUMNS = ("config", "batch_size", "runs", "ok", "images_per_sec_median", "images_per_sec_min",
-                   "images_per_sec_max", "spread_pct", "cv_pct")
+                   "images_per_sec_max", "spread_pct", "cv_pct", "scaling_efficiency")
 
 # run_<repetition>_<config>_ret_<return code>; the config string never holds "_ret_<digits>" at its end
 _FINISHED = re.compile(r"run_(\d+)_(.+)_ret_(-?\d+)")
@@ -340,16 +341,29 @@ def campaign_summary(table: pd.DataFrame) -> pd.DataFrame:
     # one row per run x batch size: the window rows repeat the batch size's images_per_sec
     results = table.drop_duplicates(["run_folder", "batch_size"])
     groups = []
+    others = [axis for axis in AXES if axis in results.columns and axis != "gpus"]
     for (config, batch_size), group in results.groupby(["config", "batch_size"], dropna=False, sort=False):
         row = {"config": config, "batch_size": None if pd.isna(batch_size) else int(batch_size),
                "runs": int(group["run_folder"].nunique()),
                "ok": int(group.loc[group["status"] == Status.OK.value, "run_folder"].nunique()),
                **_statistics(_rates(group))}
-        groups.append((_group_order(group, batch_size), row))
-    rows = [row for _, row in sorted(groups, key=lambda item: item[0])]
+        setting = (tuple(group[axis].iloc[0] for axis in others), row["batch_size"])
+        gpus = int(group["gpus"].iloc[0]) if "gpus" in group.columns and pd.notna(group["gpus"].iloc[0]) else None
+        groups.append((_group_order(group, batch_size), row, setting, gpus))
+    _scaling_efficiency(groups)
+    rows = [row for _, row, _, _ in sorted(groups, key=lambda item: item[0])]
     summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     summary["batch_size"] = summary["batch_size"].astype("Int64")
     return summary
+
+
+def _scaling_efficiency(groups: list[tuple[Any, dict[str, Any], Any, int | None]]) -> None:
+    """Each row's images/s with N processes over N x the same setting's with 1 (None without a 1-process row)."""
+    single = {setting: row["images_per_sec_median"] for _, row, setting, gpus in groups if gpus == 1}
+    for _, row, setting, gpus in groups:
+        reference = single.get(setting)
+        ok = gpus is not None and reference and not pd.isna(reference) and not pd.isna(row["images_per_sec_median"])
+        row["scaling_efficiency"] = row["images_per_sec_median"] / (gpus * reference) if ok else None
 
 
 def _number(value: Any, digits: int) -> str:
@@ -360,10 +374,12 @@ def _summary_cells(row: pd.Series) -> tuple[str, ...]:
     batch = "" if pd.isna(row["batch_size"]) else str(int(row["batch_size"]))
     return (str(row["config"]), batch, str(row["runs"]), str(row["ok"]), str(row["runs"] - row["ok"]),
             _number(row["images_per_sec_median"], 2), _number(row["images_per_sec_min"], 2),
-            _number(row["images_per_sec_max"], 2), _number(row["spread_pct"], 1), _number(row["cv_pct"], 1))
+            _number(row["images_per_sec_max"], 2), _number(row["spread_pct"], 1), _number(row["cv_pct"], 1),
+            _number(row["scaling_efficiency"], 3))
 
 
-SUMMARY_HEADER = ("config", "batch", "runs", "ok", "failed", "median images/s", "min", "max", "spread %", "CV %")
+SUMMARY_HEADER = ("config", "batch", "runs", "ok", "failed", "median images/s", "min", "max", "spread %", "CV %",
+                  "scaling")
 
 
 def format_summary(summary: pd.DataFrame) -> str:

@@ -110,6 +110,19 @@ def test_a_two_process_throughput_sweep(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_one_process_through_torchrun_measures_under_ddp(tmp_path: Path) -> None:
+    result = run_cli("throughput", "--device", "cpu", "--framework", "torch", "--gpus", "1", "--torchrun",
+                     "--batch-sizes", "2", "--image-size", "64", "--warmup", "1", "--steps", "2",
+                     "--output", str(tmp_path / "out"), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = Path(result.stdout.strip().splitlines()[-1])
+    (row,) = json.loads((run_dir / "summary.json").read_text())["results"]
+    assert row["status"] == "ok" and row["world_size"] is None  # one process: its own result, nothing merged
+    distributed = json.loads((run_dir / "env.json").read_text())["framework"]["distributed"]
+    assert (distributed["backend"], distributed["world_size"]) == ("gloo", 1)  # DDP of one process
+
+
+@pytest.mark.slow
 def test_two_process_training_keeps_the_parameters_identical(tmp_path: Path) -> None:
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--standalone",

@@ -186,6 +186,7 @@ class LaunchConfig:
     nodes: int = 1  # --nodes: with more than one, every node runs the same command with the same rendezvous
     rdzv_endpoint: str | None = None  # HOST:PORT of the c10d rendezvous (several nodes); None: this node alone
     rdzv_id: str | None = None  # the job's name for the rendezvous (Slurm: the job id)
+    torchrun: bool = False  # PyTorch: launch through torchrun (and DDP) even with one process, to compare the paths
 
     def __post_init__(self) -> None:
         check("processes per node", int_problem(self.processes_per_node, 1, MAX_PROCESSES))

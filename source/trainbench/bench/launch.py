@@ -29,6 +29,6 @@ def torchrun_options(launch: LaunchConfig) -> list[str]:
 def worker_command(config: BenchConfig, module: str) -> list[str]:
     """The command that runs ``python -m <module>`` for ``config``: under torchrun when PyTorch measures with
     several processes. (Its arguments follow.)"""
-    if config.model.framework == "torch" and config.launch.distributed:
+    if config.model.framework == "torch" and (config.launch.distributed or config.launch.torchrun):
         return [sys.executable, "-m", TORCHRUN, *torchrun_options(config.launch), "--module", module]
     return [sys.executable, "-m", module]

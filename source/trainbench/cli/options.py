@@ -142,12 +142,15 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
                         "scripts/slurm/); TensorFlow: recorded, its workers come from TF_CONFIG or Slurm (default 1)")
     parser.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="the c10d rendezvous every node can reach")
     parser.add_argument("--rdzv-id", metavar="ID", help="the job's rendezvous name (default: $SLURM_JOB_ID)")
+    parser.add_argument("--torchrun", action="store_true",
+                        help="PyTorch: launch through torchrun and DDP even with --gpus 1 (to compare with the plain "
+                        "path)")
 
 
 def launch_config(args: argparse.Namespace, model: ModelConfig) -> LaunchConfig:
     """The launch the options ask for, refused when this machine or framework cannot run it."""
     launch = LaunchConfig(processes_per_node=args.gpus, nodes=args.nodes, rdzv_endpoint=args.rdzv_endpoint,
-                          rdzv_id=args.rdzv_id)
+                          rdzv_id=args.rdzv_id, torchrun=args.torchrun)
     if model.framework == "tf" and launch.processes_per_node > 1:
         raise UsageError("--gpus: TensorFlow drives every visible GPU from one process (MirroredStrategy); "
                          "choose them with CUDA_VISIBLE_DEVICES")

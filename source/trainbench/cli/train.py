@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         run_dir = create_run_dir(Path(config.output), f"train_{config.model.framework}_{config.model.precision}")
     _start_record(run_dir, config)
     print(f"run folder: {run_dir}", flush=True)
-    if config.model.framework == "torch" and config.launch.distributed:
+    if config.model.framework == "torch" and (config.launch.distributed or config.launch.torchrun):
         status = _launch(config, run_dir)
     else:
         status = _train(config, load_engine(config.model.framework), run_dir)

@@ -56,9 +56,10 @@ def world_size() -> int:
 
 
 def _join_world(device: str) -> tuple[str, Callable[[nn.Module], nn.Module] | None]:
-    """Under torchrun (WORLD_SIZE > 1): this process's device (its LOCAL_RANK-th GPU) in the process group (NCCL on
-    GPUs, gloo on the CPU) and the DistributedDataParallel wrapper; alone: the device as it is and no wrapper."""
-    if world_size() <= 1:
+    """Under torchrun (even with one process: ``--torchrun``): this process's device (its LOCAL_RANK-th GPU) in the
+    process group (NCCL on GPUs, gloo on the CPU) and the DistributedDataParallel wrapper; started alone: the device
+    as it is and no wrapper."""
+    if world_size() <= 1 and "TORCHELASTIC_RUN_ID" not in os.environ:
         return device, None
     cuda = torch.device(device).type == "cuda"
     if cuda:

@@ -51,6 +51,12 @@ def test_a_failed_rank_fails_the_batch_size_with_its_message() -> None:
     assert (merged.status, merged.error) == (Status.OOM, "rank 1: CUDA out of memory")
 
 
+def test_a_profiled_window_keeps_rank_0s_profile() -> None:
+    profiled = BatchResult(8, Status.OK, None, {"profiler": "ncu", "profiled_images_per_sec": 12.0})
+    merged = merge_ranks([profiled, BatchResult(8, Status.OK, None, {"profiler": "ncu"})], world_size=2)
+    assert merged.values["profiled_images_per_sec"] == 12.0 and merged.values["world_size"] == 2
+
+
 def test_torchrun_options_for_one_node_and_several() -> None:
     assert torchrun_options(LaunchConfig(processes_per_node=4)) == ["--nproc-per-node=4", "--nnodes=1",
                                                                     "--standalone"]

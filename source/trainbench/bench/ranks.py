@@ -27,6 +27,8 @@ def merge_ranks(results: Sequence[BatchResult], world_size: int) -> BatchResult:
         rank, first = failed[0]
         return BatchResult.failed(first.batch_size, first.status, f"rank {rank}: {first.error}")
     lead = results[0]
+    if "window_images_per_sec" not in lead.values:  # a profiled window: rank 0's profile, the world noted
+        return lead.replace(world_size=world_size, ranks=[{"rank": rank} for rank in range(len(results))])
     per_rank_images = lead.batch_size * lead.values["timed_steps"]
     slowest = max(result.values["window_s"] for result in results)
     rates = [world_size * min(window) for window in zip(*(r.values["window_images_per_sec"] for r in results),

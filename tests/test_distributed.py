@@ -32,8 +32,9 @@ def rank_result(window_s: float, rates: list[float], **values: object) -> BatchR
 
 
 def test_the_world_rate_is_every_image_over_the_slowest_rank() -> None:
-    merged = merge_ranks([rank_result(1.0, [80.0, 82.0], energy_j=200.0, sm_clock_median_mhz=1980),
-                          rank_result(1.25, [64.0, 70.0], energy_j=220.0, sm_clock_median_mhz=1900)], world_size=2)
+    merged = merge_ranks([(0, rank_result(1.0, [80.0, 82.0], energy_j=200.0, sm_clock_median_mhz=1980)),
+                          (1, rank_result(1.25, [64.0, 70.0], energy_j=220.0, sm_clock_median_mhz=1900))],
+                         world_size=2)
     assert merged.values["images_per_sec"] == pytest.approx(2 * 8 * 10 / 1.25)  # 128, not 80 + 64
     assert merged.values["window_s"] == 1.25
     assert merged.values["window_images_per_sec"] == [128.0, 140.0]  # each window: the slower rank's, x 2
@@ -46,14 +47,14 @@ def test_the_world_rate_is_every_image_over_the_slowest_rank() -> None:
 
 
 def test_a_failed_rank_fails_the_batch_size_with_its_message() -> None:
-    merged = merge_ranks([rank_result(1.0, [80.0]),
-                          BatchResult.failed(8, Status.OOM, "CUDA out of memory")], world_size=2)
-    assert (merged.status, merged.error) == (Status.OOM, "rank 1: CUDA out of memory")
+    merged = merge_ranks([(8, rank_result(1.0, [80.0])),
+                          (9, BatchResult.failed(8, Status.OOM, "CUDA out of memory"))], world_size=16)
+    assert (merged.status, merged.error) == (Status.OOM, "rank 9: CUDA out of memory")  # ranks as the job numbers
 
 
 def test_a_profiled_window_keeps_rank_0s_profile() -> None:
     profiled = BatchResult(8, Status.OK, None, {"profiler": "ncu", "profiled_images_per_sec": 12.0})
-    merged = merge_ranks([profiled, BatchResult(8, Status.OK, None, {"profiler": "ncu"})], world_size=2)
+    merged = merge_ranks([(0, profiled), (1, BatchResult(8, Status.OK, None, {"profiler": "ncu"}))], world_size=2)
     assert merged.values["profiled_images_per_sec"] == 12.0 and merged.values["world_size"] == 2
 
 

@@ -20,15 +20,16 @@ _SUMMED = ("energy_j", "mean_power_w", "sampled_power_w", "telemetry_samples")
 _WORST = ("temperature_max_c", "throttle_power_fraction", "throttle_thermal_fraction")
 
 
-def merge_ranks(results: Sequence[BatchResult], world_size: int) -> BatchResult:
-    """The batch size's result from its ranks' (in rank order, at least one)."""
-    failed = [(rank, result) for rank, result in enumerate(results) if not result.ok]
+def merge_ranks(ranked: Sequence[tuple[int, BatchResult]], world_size: int) -> BatchResult:
+    """The batch size's result from its ranks' ((rank, result) in rank order, at least one: this node's)."""
+    failed = [(rank, result) for rank, result in ranked if not result.ok]
     if failed:
         rank, first = failed[0]
         return BatchResult.failed(first.batch_size, first.status, f"rank {rank}: {first.error}")
+    results = [result for _, result in ranked]
     lead = results[0]
-    if "window_images_per_sec" not in lead.values:  # a profiled window: rank 0's profile, the world noted
-        return lead.replace(world_size=world_size, ranks=[{"rank": rank} for rank in range(len(results))])
+    if "window_images_per_sec" not in lead.values:  # a profiled window: the lowest rank's profile, the world noted
+        return lead.replace(world_size=world_size, ranks=[{"rank": rank} for rank, _ in ranked])
     per_rank_images = lead.batch_size * lead.values["timed_steps"]
     slowest = max(result.values["window_s"] for result in results)
     rates = [world_size * min(window) for window in zip(*(r.values["window_images_per_sec"] for r in results),
@@ -42,7 +43,7 @@ def merge_ranks(results: Sequence[BatchResult], world_size: int) -> BatchResult:
         "images_per_sec_min": min(rates),
         "images_per_sec_max": max(rates),
         "world_size": world_size,
-        "ranks": [_rank_row(rank, result) for rank, result in enumerate(results)],
+        "ranks": [_rank_row(rank, result) for rank, result in ranked],
         **_telemetry(results, len(results) * per_rank_images),  # this node's GPUs' energy over their images
     }
     return BatchResult(lead.batch_size, lead.status, lead.error, values)

@@ -107,22 +107,27 @@ def run_worker(config: BenchConfig, run: RunStore, timeout_s: float | None = Non
                 stop_child(child)
             run.add(BatchResult.failed(batch, Status.INTERRUPTED, "interrupted by the user"))
             raise
-    paths = rank_files(result_path) if config.launch.distributed else [result_path]
-    payloads = [json.loads(path.read_text()) for path in paths if path.exists()]
-    if not payloads:
-        result = death_result(batch, returncode, log_path.read_text(errors="replace"))
-        run.add(result)
-        return WorkerOutcome(result, returncode)
-    if config.launch.distributed:
-        result = merge_ranks([BatchResult.from_row(payload["result"]) for payload in payloads],
-                             config.launch.world_size)
-        if returncode and result.ok:  # a rank died without a result while the others wrote theirs
-            result = death_result(batch, returncode, log_path.read_text(errors="replace"))
-    else:
-        result = BatchResult.from_row(payloads[0]["result"])
-    payload = payloads[0]  # rank 0's step times
+    result, payload = _outcome(config, result_path, returncode, log_path)
     run.add(result, payload.get("warmup_s", ()), payload.get("step_s", ()))
     return WorkerOutcome(result, returncode, payload.get("versions", {}))
+
+
+def _outcome(config: BenchConfig, result_path: Path, returncode: int,
+             log_path: Path) -> tuple[BatchResult, dict[str, Any]]:
+    """The batch size's result and the payload its step times come from (the lowest rank's): what the worker wrote,
+    its ranks' results combined, or its death."""
+    distributed = config.launch.distributed
+    paths = rank_files(result_path) if distributed else [result_path]
+    payloads = [json.loads(path.read_text()) for path in paths if path.exists()]
+    if not payloads:
+        return death_result(config.batch_size, returncode, log_path.read_text(errors="replace")), {}
+    if not distributed:
+        return BatchResult.from_row(payloads[0]["result"]), payloads[0]
+    ranks = [(payload["rank"], BatchResult.from_row(payload["result"])) for payload in payloads]
+    result = merge_ranks(ranks, config.launch.world_size)
+    if returncode and result.ok:  # a rank died without a result while the others wrote theirs
+        return death_result(config.batch_size, returncode, log_path.read_text(errors="replace")), {}
+    return result, payloads[0]
 
 
 def run_sweep(

@@ -175,12 +175,12 @@ def main(argv: list[str], how: Measure = measure) -> int:
     exit_with_sweep()
     config_path, result_path, *timeline = (Path(arg) for arg in argv)
     config = bench_config_from_dict(json.loads(config_path.read_text()))
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # one of torchrun's processes: files of its own
-        rank = int(os.environ["RANK"])
+    rank = int(os.environ["RANK"]) if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None
+    if rank is not None:  # one of torchrun's processes: files of its own
         result_path = rank_file(result_path, rank)
         if rank:  # rank 0's timeline keeps the plain name: telemetry.png draws it
             timeline = [rank_file(path, rank) for path in timeline]
-    payload = run(config, how, timeline[0] if timeline else None)
+    payload = {**run(config, how, timeline[0] if timeline else None), "rank": rank}
     write_json_atomic(result_path, payload)
     return 0 if payload["result"]["status"] == Status.OK else 1
 

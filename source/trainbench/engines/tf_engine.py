@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import json
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 # The official model code calls ``tf.initializers``, which TensorFlow routes to Keras 3 unless this is set: the
 # classifier would then get a Keras 3 initializer inside a tf_keras model. TensorFlow reads it when ``tf.keras``
@@ -59,8 +61,79 @@ _POLICIES = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16
 
 # --- devices and strategy -------------------------------------------------------------------------------------
 
+StrategyKind = Literal["one_device", "mirrored", "multi_worker"]
+
+
+class Cluster(NamedTuple):
+    """This process's place in a job of several worker processes, as its environment describes it."""
+
+    source: Literal["TF_CONFIG", "Slurm"]
+    workers: int  # processes training together: TF_CONFIG's chief and worker tasks, or the Slurm step's tasks
+    chief: bool  # the one process that writes checkpoints and results
+
+
+def _tf_config_cluster(text: str) -> Cluster | None:
+    """TF_CONFIG's cluster when it has more than one training task; a malformed one is a one-line UsageError."""
+    try:
+        tf_config = json.loads(text)
+    except ValueError as error:
+        raise UsageError(f"TF_CONFIG is not valid JSON ({error})") from None
+    cluster = tf_config.get("cluster") if isinstance(tf_config, dict) else None
+    task = tf_config.get("task", {}) if isinstance(tf_config, dict) else None
+    if not isinstance(cluster, dict) or not isinstance(task, dict) or not all(
+        isinstance(addresses, list) for addresses in cluster.values()
+    ):
+        raise UsageError('TF_CONFIG must look like {"cluster": {"worker": ["host:port", ...]}, '
+                         '"task": {"type": "worker", "index": 0}}')
+    chiefs, workers = len(cluster.get("chief", [])), len(cluster.get("worker", []))
+    if chiefs + workers <= 1:
+        return None  # a cluster of one: the process trains alone
+    if cluster.get("ps"):
+        raise UsageError("TF_CONFIG names parameter servers (ps): trainbench trains with "
+                         "MultiWorkerMirroredStrategy, chief and worker tasks only")
+    task_type, index = task.get("type"), task.get("index", 0)
+    if task_type not in ("chief", "worker") or not isinstance(index, int) or not 0 <= index < len(
+        cluster.get(task_type, [])
+    ):
+        raise UsageError(f"TF_CONFIG's task {task!r} is not one of its cluster's chief or worker tasks")
+    chief = task_type == "chief" or (not chiefs and index == 0)
+    return Cluster("TF_CONFIG", chiefs + workers, chief)
+
+
+def _slurm_number(environ: Mapping[str, str], name: str) -> int:
+    try:
+        return int(environ[name])
+    except ValueError:
+        raise UsageError(f"{name}={environ[name]!r} is not a whole number") from None
+
+
+def cluster_of(environ: Mapping[str, str]) -> Cluster | None:
+    """The multi-worker job this process is one worker of, or None when it trains alone.
+
+    TF_CONFIG (set by the user, explicit) comes first. Slurm counts when the process is one task of a job step of
+    several (``srun``): SLURM_STEP_NUM_TASKS, which only srun sets. SLURM_NTASKS is not enough: a batch script
+    itself has SLURM_NTASKS and SLURM_PROCID=0 too, and would then wait forever for workers that never start.
+    """
+    if environ.get("TF_CONFIG", "").strip():
+        return _tf_config_cluster(environ["TF_CONFIG"])
+    if "SLURM_STEP_NUM_TASKS" in environ and "SLURM_PROCID" in environ:
+        tasks = _slurm_number(environ, "SLURM_STEP_NUM_TASKS")
+        if tasks > 1:
+            return Cluster("Slurm", tasks, _slurm_number(environ, "SLURM_PROCID") == 0)
+    return None
+
+
+def strategy_kind(environ: Mapping[str, str], gpus: int, device: str) -> StrategyKind:
+    """Which strategy trains: several workers, several GPUs of this process, or one device.
+
+    ``gpus``: the GPUs TensorFlow sees; ``device``: the resolved device, 'cuda' or 'cpu'."""
+    if cluster_of(environ) is not None:
+        return "multi_worker"
+    return "mirrored" if device == "cuda" and gpus > 1 else "one_device"
+
 
 def _gpus() -> list[Any]:
+    # Listing physical devices does not start TensorFlow's runtime: MultiWorkerMirroredStrategy can still follow.
     gpus = tf.config.list_physical_devices("GPU")
     for gpu in gpus:
         # Grow on demand instead of taking all memory up front: the OOM probe of a batch-size sweep then fails on
@@ -70,12 +143,62 @@ def _gpus() -> list[Any]:
     return gpus
 
 
+def _cluster_resolver(cluster: Cluster, gpus: int) -> tf.distribute.cluster_resolver.ClusterResolver:
+    """TF_CONFIG's resolver, or Slurm's restated with this process's own GPU count.
+
+    SlurmClusterResolver would count GPUs with nvidia-smi (absent on CPU nodes), split a node's GPUs evenly over its
+    tasks (zero GPUs per task breaks its arithmetic) and rewrite CUDA_VISIBLE_DEVICES. Here it only names the
+    hosts, ports and this task; each task trains on the GPUs it sees (Slurm's --gpus-per-task, or one task per
+    node with all of them), so its GPU numbers below only satisfy its checks."""
+    if cluster.source == "TF_CONFIG":
+        return tf.distribute.cluster_resolver.TFConfigClusterResolver()  # MWMS counts this process's GPUs itself
+    slurm = tf.distribute.cluster_resolver.SlurmClusterResolver(
+        gpus_per_node=cluster.workers, gpus_per_task=1, auto_set_gpu=False
+    )
+    spec = slurm.cluster_spec()  # also sets task_type and task_id
+    return tf.distribute.cluster_resolver.SimpleClusterResolver(
+        spec, task_type=slurm.task_type, task_id=slurm.task_id, num_accelerators={"GPU": gpus}, rpc_layer="grpc"
+    )
+
+
+# The process's one MultiWorkerMirroredStrategy and the device it was made for: TensorFlow allows one per process,
+# made before anything starts its runtime, and the engine may be asked for a runner and then a trainer.
+_multi_worker: dict[str, tf.distribute.Strategy] = {}
+
+
+def _multi_worker_strategy(cluster: Cluster, device: str, gpus: int) -> tf.distribute.Strategy:
+    """MultiWorkerMirroredStrategy over every worker (each with its GPUs, or its CPU): made once per process."""
+    if _multi_worker:
+        [(made_for, strategy)] = _multi_worker.items()
+        if made_for != device:
+            raise UsageError(f"this worker already trains on {made_for} with its peers; it cannot switch to {device}")
+        return strategy
+    if device == "cpu" and gpus:
+        tf.config.set_visible_devices([], "GPU")  # MWMS takes every GPU it sees; still allowed at this point
+    implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL if device == "cuda"
+                      else tf.distribute.experimental.CommunicationImplementation.RING)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=_cluster_resolver(cluster, gpus if device == "cuda" else 0),
+        communication_options=tf.distribute.experimental.CommunicationOptions(implementation=implementation),
+    )
+    _multi_worker[device] = strategy
+    return strategy
+
+
 def _strategy(model: ModelConfig) -> tf.distribute.Strategy:
-    """MirroredStrategy over all GPUs when there are several, else one device (also the CPU on a GPU machine)."""
+    """MultiWorkerMirroredStrategy when this process is one worker of several (TF_CONFIG, a Slurm step);
+    else MirroredStrategy over all GPUs when there are several, else one device (also the CPU on a GPU machine).
+
+    Nothing here starts TensorFlow's runtime before MultiWorkerMirroredStrategy is made, which it requires."""
     gpus = len(_gpus())
     device = resolve_device(model.device, gpus, "TensorFlow")
     check_precision(model.precision, device)
-    if device == "cuda" and gpus > 1:
+    kind = strategy_kind(os.environ, gpus, device)
+    if kind == "multi_worker":
+        cluster = cluster_of(os.environ)
+        assert cluster is not None
+        return _multi_worker_strategy(cluster, device, gpus)
+    if kind == "mirrored":
         return tf.distribute.MirroredStrategy()
     return tf.distribute.OneDeviceStrategy("/gpu:0" if device == "cuda" else "/cpu:0")
 
@@ -204,8 +327,10 @@ class _Runner:
         strategy = parts.strategy
 
         def make_batch(context: tf.distribute.experimental.ValueContext) -> tuple[tf.Tensor, tf.Tensor]:
-            # Created on the replica's own device, so no step ever copies input from the host.
-            with tf.device(strategy.extended.worker_devices[context.replica_id_in_sync_group]):
+            # Created on the replica's own device, so no step ever copies input from the host. The replica's id
+            # counts every worker's replicas; worker_devices are this worker's.
+            local_devices = strategy.extended.worker_devices
+            with tf.device(local_devices[context.replica_id_in_sync_group % len(local_devices)]):
                 shape = (per_replica_batch, model.image_size, model.image_size, 3)
                 images = tf.random.normal(shape, seed=model.seed)
                 labels = tf.random.uniform((per_replica_batch,), 0, model.num_classes, tf.int32, seed=model.seed)
@@ -280,12 +405,13 @@ class _Trainer:
         strategy = _strategy(config.model)
         replicas = strategy.num_replicas_in_sync
         if config.batch_size % replicas:
-            raise UsageError(f"batch size {config.batch_size} does not split evenly over {replicas} GPUs")
+            raise UsageError(f"batch size {config.batch_size} does not split evenly over {replicas} replicas")
         parts = _build_parts(config.model, config.optimizer, strategy, config.batch_size // replicas)
         self._parts = parts
         self.network = parts.network
         self.global_batch: int = parts.global_batch
-        self.is_primary = True  # one process drives every replica under MirroredStrategy
+        # One process drives every replica under MirroredStrategy; with several workers, the chief alone writes.
+        self.is_primary: bool = strategy.extended.should_checkpoint
         model = config.model
         source = tfrecords_only(open_source(config.data)) if config.data is not None else None
         self._files = (*source.train, *source.evaluation) if source else ()  # named when a record is corrupt
@@ -325,14 +451,16 @@ class _Trainer:
             losses = tf_keras.losses.categorical_crossentropy(
                 one_hot, probabilities, label_smoothing=config.optimizer.label_smoothing
             )
-            return probabilities, losses, labels, valid
+            return probabilities, losses, labels, tf.cast(valid, tf.int32)  # collectives gather no booleans
 
         if model.xla:
             replica_eval = tf.function(replica_eval, jit_compile=True)
 
         @tf.function
         def eval_step(iterator: Any) -> Any:
-            return strategy.run(replica_eval, args=next(iterator))
+            # Every replica's outputs, of every worker (an all-gather with several workers), in the same order.
+            outputs = strategy.run(replica_eval, args=next(iterator))
+            return tuple(strategy.gather(output, axis=0) for output in outputs)
 
         self._train_step = train_step
         self._eval_step = eval_step
@@ -350,14 +478,14 @@ class _Trainer:
         return total / steps if steps else math.nan
 
     def evaluate(self) -> dict[str, float]:
-        strategy = self._parts.strategy
         iterator = iter(self._eval_data)  # from the start: every evaluation sees the same examples
         outputs: list[list[np.ndarray]] = [[], [], [], []]
         with tf_pipeline.naming_corrupt_shard(self._files):
             for _ in range(self.eval_steps):
                 for collected, values in zip(outputs, self._eval_step(iterator), strict=True):
-                    collected.extend(part.numpy() for part in strategy.experimental_local_results(values))
+                    collected.append(values.numpy())
         probabilities, losses, labels, valid = (np.concatenate(collected) for collected in outputs)
+        valid = valid.astype(bool)
         probabilities, losses, labels = probabilities[valid], losses[valid], labels[valid]
         count = len(labels)
         return {
@@ -380,14 +508,38 @@ class _Trainer:
         # and only then rewrites the 'checkpoint' state file (itself atomically) that names the newest checkpoint.
         # A crash mid-save leaves that file pointing at the previous complete checkpoint.
         self._epoch.assign(epoch)
-        self._manager(directory).save(checkpoint_number=epoch)
+        if self.is_primary:
+            self._manager(directory).save(checkpoint_number=epoch)
+            return
+        # Another worker of several: saving is collective (batch norm's moving statistics are all-reduced as they
+        # are read), so it saves too, as TensorFlow's multi-worker guide does: into a folder of its own, deleted.
+        with tempfile.TemporaryDirectory(prefix="trainbench-worker-checkpoint-") as scratch:
+            tf.train.CheckpointManager(self._checkpoint, scratch, max_to_keep=1).save(checkpoint_number=epoch)
 
     def restore(self, directory: Path) -> int:
-        latest = self._manager(directory).latest_checkpoint
-        if latest is None:
-            return 0
-        self._checkpoint.restore(latest).assert_existing_objects_matched()
-        return int(self._epoch.numpy())
+        # Every worker restores the chief's checkpoint: with several nodes, ``directory`` must be shared.
+        latest = self._manager(directory).latest_checkpoint if self.is_primary else tf.train.latest_checkpoint(
+            str(directory)
+        )
+        if latest is not None:
+            self._checkpoint.restore(latest).assert_existing_objects_matched()
+        epoch = int(self._epoch.numpy()) if latest is not None else 0
+        if isinstance(self._parts.strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            self._check_same_epoch(epoch, directory)
+        return epoch
+
+    def _check_same_epoch(self, epoch: int, directory: Path) -> None:
+        """Workers resuming from different epochs would wait on each other's collectives forever: refuse."""
+        strategy = self._parts.strategy
+
+        @tf.function
+        def every_epoch() -> tf.Tensor:
+            return strategy.gather(strategy.run(lambda: tf.constant([epoch], tf.int64)), axis=0)
+
+        epochs = sorted(set(every_epoch().numpy().tolist()))
+        if len(epochs) > 1:
+            raise UsageError(f"the workers found checkpoints after different epochs ({epochs}) in {directory}: "
+                             "with several nodes, the run folder must be on a file system they share")
 
 
 # --- the engine ---------------------------------------------------------------------------------------------

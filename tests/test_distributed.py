@@ -157,3 +157,15 @@ def test_a_two_process_train_run_from_the_command_line(tmp_path: Path) -> None:
     assert len(metrics) == 1  # one epoch, written by rank 0 alone
     assert (run_dir / "checkpoints" / "epoch-0001.pt").exists()
     assert result.stdout.count("final: epoch 1") == 1
+
+
+@pytest.mark.slow
+def test_a_batch_no_rank_can_allocate_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    result = run_cli("throughput", "--device", "cpu", "--framework", "torch", "--gpus", "2", "--batch-sizes",
+                     "16777216,2", "--image-size", "64", "--warmup", "0", "--steps", "1",
+                     "--output", str(tmp_path / "out"), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr  # one batch size measured
+    run_dir = Path(result.stdout.strip().splitlines()[-1])
+    huge, small = json.loads((run_dir / "summary.json").read_text())["results"]
+    assert huge["status"] == "oom" and huge["error"].startswith("rank 0: ")
+    assert small["status"] == "ok" and small["world_size"] == 2

@@ -17,18 +17,26 @@ from trainbench.config import BenchConfig, LaunchConfig
 TORCHRUN = "torch.distributed.run"
 
 
-def torchrun_options(launch: LaunchConfig) -> list[str]:
-    """torchrun's options for ``launch``: this node's processes and how the nodes meet."""
+def torchrun_options(launch: LaunchConfig, part: str = "") -> list[str]:
+    """torchrun's options for ``launch``: this node's processes and how the nodes meet. ``part`` tells apart the
+    launches of one job (a sweep's batch sizes), so a node late to one rendezvous never joins the next."""
     options = [f"--nproc-per-node={launch.processes_per_node}", f"--nnodes={launch.nodes}"]
     if launch.nodes == 1 and launch.rdzv_endpoint is None:
         return [*options, "--standalone"]  # a rendezvous of this node alone, on a free port
-    rendezvous_id = launch.rdzv_id or os.environ.get("SLURM_JOB_ID") or "trainbench"
+    rendezvous_id = (launch.rdzv_id or os.environ.get("SLURM_JOB_ID") or "trainbench") + part
     return [*options, "--rdzv-backend=c10d", f"--rdzv-endpoint={launch.rdzv_endpoint}", f"--rdzv-id={rendezvous_id}"]
+
+
+def under_torchrun(config: BenchConfig) -> bool:
+    """Whether the worker is a torchrun launch (PyTorch with several processes, or --torchrun): its processes
+    write a result each. TensorFlow's worker is one process per node whatever the world."""
+    return config.model.framework == "torch" and (config.launch.distributed or config.launch.torchrun)
 
 
 def worker_command(config: BenchConfig, module: str) -> list[str]:
     """The command that runs ``python -m <module>`` for ``config``: under torchrun when PyTorch measures with
     several processes. (Its arguments follow.)"""
-    if config.model.framework == "torch" and (config.launch.distributed or config.launch.torchrun):
-        return [sys.executable, "-m", TORCHRUN, *torchrun_options(config.launch), "--module", module]
+    if under_torchrun(config):
+        options = torchrun_options(config.launch, f"-batch{config.batch_size}")
+        return [sys.executable, "-m", TORCHRUN, *options, "--module", module]
     return [sys.executable, "-m", module]

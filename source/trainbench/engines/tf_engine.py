@@ -32,7 +32,9 @@ import importlib.metadata
 import json
 import math
 import os
+import signal
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,10 +179,23 @@ def _multi_worker_strategy(cluster: Cluster, device: str, gpus: int) -> tf.distr
         tf.config.set_visible_devices([], "GPU")  # MWMS takes every GPU it sees; still allowed at this point
     implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL if device == "cuda"
                       else tf.distribute.experimental.CommunicationImplementation.RING)
-    strategy = tf.distribute.MultiWorkerMirroredStrategy(
-        cluster_resolver=_cluster_resolver(cluster, gpus if device == "cuda" else 0),
-        communication_options=tf.distribute.experimental.CommunicationOptions(implementation=implementation),
-    )
+    sigterm = signal.getsignal(signal.SIGTERM)
+    try:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(
+            cluster_resolver=_cluster_resolver(cluster, gpus if device == "cuda" else 0),
+            communication_options=tf.distribute.experimental.CommunicationOptions(implementation=implementation),
+        )
+    except RuntimeError as error:
+        if "program startup" not in str(error):
+            raise
+        raise UsageError(f"{cluster.source} makes this process one of {cluster.workers} TensorFlow workers, but "
+                         "TensorFlow already ran an operation in it: MultiWorkerMirroredStrategy must come "
+                         "first") from None
+    if threading.current_thread() is threading.main_thread():
+        # The coordination service replaced the process's SIGTERM handler with a flag for TensorFlow's preemption
+        # checkpointing (unused here): SIGTERM would no longer end a worker, nor reach the CLI's own handler. Put
+        # the previous one back; a peer that is gone is then noticed by its heartbeats (10 s) and fails the rest.
+        signal.signal(signal.SIGTERM, sigterm)
     _multi_worker[device] = strategy
     return strategy
 
@@ -321,6 +336,7 @@ class _Runner:
     def __init__(self, parts: _Parts, model: ModelConfig, per_replica_batch: int, data: str | None = None) -> None:
         self.images_per_step: int = parts.global_batch  # all replicas: what images/s must count
         self.network = parts.network  # for inspection (tests)
+        self._strategy = parts.strategy
         if data is not None:
             self._step = _data_step(parts, model, tfrecords_only(open_source(data)).train)
             return
@@ -350,7 +366,16 @@ class _Runner:
         self._step()
 
     def sync(self) -> None:
-        tf.test.experimental.sync_devices()
+        if not isinstance(self._strategy, tf.distribute.MultiWorkerMirroredStrategy):
+            tf.test.experimental.sync_devices()
+            return
+        # The other workers' devices are listed too, and sync_devices() fails on them (ops cannot run there):
+        # wait for this worker's own. Every step's all-reduce already keeps the workers in step.
+        own = self._strategy.extended.worker_devices[0].rsplit("/device:", 1)[0] + "/"
+        for device in tf.config.list_logical_devices():
+            if device.name.startswith(own):
+                with tf.device(device.name):
+                    tf.raw_ops.SyncDevice()
 
 
 # --- end-to-end trainer -------------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """TensorFlow across processes: MultiWorkerMirroredStrategy when TF_CONFIG or a Slurm step names several workers.
 
 Fast: which strategy an environment asks for (``strategy_kind``, ``cluster_of``), TF_CONFIG refusals, the Slurm
-resolver's cluster. Slow: two local CPU workers (TF_CONFIG, gRPC on localhost) step the engine's benchmark runner, then
-train its trainer, and end with bit-identical parameters, the ones MirroredStrategy over two replicas in one
-process reaches.
+resolver's cluster. Slow: two local CPU workers (TF_CONFIG, gRPC on localhost) train the engine's trainer and end with
+bit-identical parameters, the ones MirroredStrategy over two replicas in one process reaches; two more, told by
+srun's variables instead, step its benchmark runner.
 
 TensorFlow and PyTorch must not be imported into one process in that order (it crashes): nothing here imports torch.
 """
@@ -163,7 +163,7 @@ WORKER = textwrap.dedent(
     import numpy as np
     import tensorflow as tf
 
-    run_dir, weights_file, how = sys.argv[1:]
+    run_dir, weights_file, how = sys.argv[1:]  # how: trainer, runner (both multi-worker) or mirrored
     if how == "mirrored":  # the reference: two replicas in one process
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
@@ -182,28 +182,39 @@ WORKER = textwrap.dedent(
             hasher.update(np.ascontiguousarray(variable.numpy(), np.float32).tobytes())
         return hasher.hexdigest()
 
+    def sigterm_caught():
+        status = Path("/proc/self/status").read_text().splitlines()
+        caught = next(int(line.split()[1], 16) for line in status if line.startswith("SigCgt:"))
+        return bool(caught >> (signal.SIGTERM - 1) & 1)
+
+    def common(strategy):
+        return {
+            "replicas": strategy.num_replicas_in_sync,
+            "multi_worker": isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy),
+            "cached": tf_engine._strategy(model) is strategy,  # a second request gets the process's one strategy
+            "sigterm_caught": sigterm_caught(),
+        }
+
     model = ModelConfig(framework="tf", precision="fp32", image_size=32, num_classes=4, device="cpu")
-    runner = {}
-    if how == "multi_worker":  # first a benchmark runner (2 images per replica), then a trainer: one strategy
-        bench = tf_engine.ENGINE.make_runner(BenchConfig(model=model, batch_size=2))
-        bench.step()
-        bench.sync()
-        runner = {"images_per_step": bench.images_per_step, "after": digest(bench.network.trainable_variables)}
+    if how == "runner":  # the benchmark's runner: 2 images per replica, one step, this worker's devices synced
+        runner = tf_engine.ENGINE.make_runner(BenchConfig(model=model, batch_size=2))
+        before = digest(runner.network.trainable_variables)
+        runner.step()
+        runner.sync()
+        print(json.dumps({**common(runner._strategy), "images_per_step": runner.images_per_step, "before": before,
+                          "after": digest(runner.network.trainable_variables)}), flush=True)
+        sys.exit()
+
     config = TrainConfig(model=model, epochs=1, batch_size=4, steps_per_epoch=2, warmup_epochs=0.0,
                          synthetic_train_examples=16, synthetic_eval_examples=5, log_every=1)
     trainer = tf_engine.ENGINE.make_trainer(config)
-    strategy = trainer._parts.strategy
     variables = trainer.network.trainable_variables
     before = digest(variables)
     rows = train(config, trainer, Path(run_dir), lambda line: print(line, flush=True))
-    status = Path("/proc/self/status").read_text().splitlines()
-    caught_signals = next(line.split()[1] for line in status if line.startswith("SigCgt:"))
     after = digest(variables)
     np.save(weights_file, np.concatenate([variable.numpy().ravel() for variable in variables]))
     print(json.dumps({
-        "replicas": strategy.num_replicas_in_sync,
-        "multi_worker": isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy),
-        "cached": tf_engine._strategy(model) is strategy,  # a second request gets the process's one strategy
+        **common(trainer._parts.strategy),
         "primary": trainer.is_primary,
         "global_batch": trainer.global_batch,
         "eval_examples": rows[0]["eval_examples"],
@@ -211,11 +222,12 @@ WORKER = textwrap.dedent(
         "before": before,
         "after": after,
         "after_restore": digest(variables),
-        "runner": runner,
-        "sigterm_caught": bool(int(caught_signals, 16) >> (signal.SIGTERM - 1) & 1),
     }), flush=True)
     """
 )
+
+
+SLURM_PORTS = (8888, 8889)  # SlurmClusterResolver's default port base, one port per task on a node
 
 
 def free_ports(count: int) -> list[int]:
@@ -244,8 +256,8 @@ def start(folder: Path, name: str, run_dir: Path, how: str, env: dict[str, str])
 
 
 def finish(processes: dict[str, subprocess.Popen[str]], folder: Path, timeout: float = 240) -> dict[str, dict]:
-    """Each process's exit 0 and last (JSON) line; all of them are ended if one fails or time runs out (a worker
-    whose peer is gone may wait on a collective)."""
+    """Each process's exit 0 and last (JSON) line. All are killed if one fails or time runs out: a worker whose peer
+    never came waits for it (an hour, TensorFlow's default) and ignores SIGTERM meanwhile."""
     try:
         for process in processes.values():
             process.wait(timeout=timeout)
@@ -262,41 +274,55 @@ def finish(processes: dict[str, subprocess.Popen[str]], folder: Path, timeout: f
     return reports
 
 
-@pytest.fixture(scope="module")
-def two_workers(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, dict], Path]:
-    """Two CPU workers on localhost, one run folder (a shared file system); each with a temp folder of its own."""
-    root = tmp_path_factory.mktemp("tf-multiworker")
-    run_dir = root / "run"
+def two_workers(root: Path, how: str, slurm: bool = False) -> dict[str, dict]:
+    """Two CPU workers on localhost sharing one run folder (a shared file system), each with a temp folder of its
+    own; their reports, by name. Told by TF_CONFIG, or by srun's variables for a step of two tasks on this node."""
     addresses = [f"localhost:{port}" for port in free_ports(2)]
     processes = {}
     for index in range(2):
-        tf_config = json.dumps({"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}})
+        if slurm:
+            told = {"SLURM_PROCID": str(index), "SLURM_STEP_NUM_TASKS": "2", "SLURM_NTASKS": "2",
+                    "SLURM_STEP_NODELIST": "localhost", "SLURM_STEP_TASKS_PER_NODE": "2"}
+        else:
+            told = {"TF_CONFIG": json.dumps({"cluster": {"worker": addresses},
+                                             "task": {"type": "worker", "index": index}})}
         scratch = root / f"tmp{index}"
-        scratch.mkdir()
-        processes[f"worker{index}"] = start(root, f"worker{index}", run_dir, "multi_worker",
-                                            environment(TF_CONFIG=tf_config, TMPDIR=str(scratch)))
-    return finish(processes, root), root
+        scratch.mkdir(parents=True)
+        processes[f"worker{index}"] = start(root, f"worker{index}", root / "run", how,
+                                            environment(**told, TMPDIR=str(scratch)))
+    return finish(processes, root)
 
 
-@pytest.mark.slow
-def test_two_workers_train_to_identical_parameters(two_workers: tuple[dict[str, dict], Path]) -> None:
-    reports, root = two_workers
-    chief, other = reports["worker0"], reports["worker1"]
-    for report in (chief, other):
-        assert report["multi_worker"]
-        assert report["replicas"] == 2 and report["global_batch"] == 4  # 2 per replica, one replica per worker
+def check_workers(reports: dict[str, dict]) -> None:
+    """What every two-worker run shows: one strategy of two replicas per process, SIGTERM still ending it."""
+    for report in reports.values():
+        assert report["multi_worker"] and report["replicas"] == 2
         assert report["cached"]
-        assert report["eval_examples"] == 5  # every worker's share of the evaluation set, gathered
-        assert report["restored"] == 1
-        assert report["after_restore"] == report["after"]
         # TensorFlow's coordination service takes SIGTERM over (a flag for its preemption checkpointing); the
-        # engine puts the default back, so SIGTERM still ends a worker.
+        # engine puts the previous handler back, so SIGTERM still ends a worker.
         assert not report["sigterm_caught"]
-    assert chief["runner"]["images_per_step"] == 4  # the benchmark's runner: 2 per replica, 2 replicas
-    assert chief["runner"]["after"] == other["runner"]["after"]
+    chief, other = reports["worker0"], reports["worker1"]
     assert chief["before"] == other["before"]  # the chief's initial values, broadcast
     assert chief["after"] == other["after"]  # bit-identical after training
     assert chief["after"] != chief["before"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, dict], Path]:
+    root = tmp_path_factory.mktemp("tf-multiworker")
+    return two_workers(root, "trainer"), root
+
+
+@pytest.mark.slow
+def test_two_workers_train_to_identical_parameters(trained: tuple[dict[str, dict], Path]) -> None:
+    reports, root = trained
+    check_workers(reports)
+    chief, other = reports["worker0"], reports["worker1"]
+    for report in (chief, other):
+        assert report["global_batch"] == 4  # 2 per replica, one replica per worker
+        assert report["eval_examples"] == 5  # every worker's share of the evaluation set, gathered
+        assert report["restored"] == 1
+        assert report["after_restore"] == report["after"]
     # Only the chief is primary: it alone logs, writes metrics and keeps checkpoints in the run folder.
     assert (chief["primary"], other["primary"]) == (True, False)
     assert chief["lines"] and not other["lines"]
@@ -309,9 +335,23 @@ def test_two_workers_train_to_identical_parameters(two_workers: tuple[dict[str, 
 
 
 @pytest.mark.slow
-def test_two_workers_train_as_two_replicas_in_one_process(two_workers: tuple[dict[str, dict], Path]) -> None:
+def test_two_workers_train_as_two_replicas_in_one_process(trained: tuple[dict[str, dict], Path]) -> None:
     """The same global batch split the same way, the same all-reduced update: MirroredStrategy's parameters."""
-    _, root = two_workers
+    _, root = trained
     reference = finish({"mirrored": start(root, "mirrored", root / "mirrored-run", "mirrored", environment())}, root)
     assert reference["mirrored"]["replicas"] == 2 and not reference["mirrored"]["multi_worker"]
     np.testing.assert_allclose(np.load(root / "worker0.npy"), np.load(root / "mirrored.npy"), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.slow
+def test_two_slurm_tasks_step_the_benchmark_runner(tmp_path: Path) -> None:
+    """Through Slurm's variables this time (SlurmClusterResolver: ports 8888 and 8889 for two tasks on a node)."""
+    for port in SLURM_PORTS:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("", port))
+            except OSError:
+                pytest.skip(f"port {port} is in use here; SlurmClusterResolver's workers listen on {SLURM_PORTS}")
+    reports = two_workers(tmp_path, "runner", slurm=True)
+    check_workers(reports)
+    assert reports["worker0"]["images_per_step"] == 4  # what images/s counts: both workers' replicas

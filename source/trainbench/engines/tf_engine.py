@@ -191,7 +191,7 @@ def _multi_worker_strategy(cluster: Cluster, device: str, gpus: int) -> tf.distr
         raise UsageError(f"{cluster.source} makes this process one of {cluster.workers} TensorFlow workers, but "
                          "TensorFlow already ran an operation in it: MultiWorkerMirroredStrategy must come "
                          "first") from None
-    if threading.current_thread() is threading.main_thread():
+    if sigterm is not None and threading.current_thread() is threading.main_thread():
         # The coordination service replaced the process's SIGTERM handler with a flag for TensorFlow's preemption
         # checkpointing (unused here): SIGTERM would no longer end a worker, nor reach the CLI's own handler. Put
         # the previous one back; a peer that is gone is then noticed by its heartbeats (10 s) and fails the rest.

@@ -168,6 +168,16 @@ def _cluster_resolver(cluster: Cluster, gpus: int) -> tf.distribute.cluster_reso
 _multi_worker: dict[str, tf.distribute.Strategy] = {}
 
 
+def _world_record() -> dict[str, Any] | None:
+    """The workers this process trained with, for env.json (None alone)."""
+    if not _multi_worker:
+        return None
+    [(device, strategy)] = _multi_worker.items()
+    cluster = cluster_of(os.environ)
+    return {"strategy": type(strategy).__name__, "device": device, "replicas": strategy.num_replicas_in_sync,
+            "workers": cluster.workers if cluster else None, "source": cluster.source if cluster else None}
+
+
 def _multi_worker_strategy(cluster: Cluster, device: str, gpus: int) -> tf.distribute.Strategy:
     """MultiWorkerMirroredStrategy over every worker (each with its GPUs, or its CPU): made once per process."""
     if _multi_worker:
@@ -586,6 +596,7 @@ class TensorFlowEngine:
             "gpu_names": [tf.config.experimental.get_device_details(gpu).get("device_name") for gpu in gpus],
             "xla_auto_jit": tf.config.optimizer.get_jit(),  # tf.function(jit_compile=...) is set per run instead
             "tf_xla_flags": os.environ.get("TF_XLA_FLAGS", ""),
+            "distributed": _world_record(),
         }
 
     def make_runner(self, config: BenchConfig) -> _Runner:

@@ -198,6 +198,12 @@ class LaunchConfig:
     def world_size(self) -> int:
         return self.processes_per_node * self.nodes
 
+    def problem_for(self, framework: str) -> str | None:
+        """Why ``framework`` cannot run this launch, or None (the command line and campaigns ask the same)."""
+        if framework == "tf" and self.processes_per_node > 1:
+            return "TensorFlow drives every visible GPU from one process (MirroredStrategy)"
+        return None
+
     @property
     def distributed(self) -> bool:
         return self.world_size > 1

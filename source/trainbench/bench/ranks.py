@@ -9,6 +9,7 @@ own ranks' files, so on several nodes each node's result names its own ranks (th
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,7 +40,7 @@ def merge_ranks(ranked: Sequence[tuple[int, BatchResult]], world_size: int) -> B
         "images_per_sec": world_size * per_rank_images / slowest,
         "window_s": slowest,
         "window_images_per_sec": rates,
-        "images_per_sec_median": _median(rates),
+        "images_per_sec_median": statistics.median(rates),
         "images_per_sec_min": min(rates),
         "images_per_sec_max": max(rates),
         "world_size": world_size,
@@ -47,12 +48,6 @@ def merge_ranks(ranked: Sequence[tuple[int, BatchResult]], world_size: int) -> B
         **_telemetry(results, len(results) * per_rank_images),  # this node's GPUs' energy over their images
     }
     return BatchResult(lead.batch_size, lead.status, lead.error, values)
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _rank_row(rank: int, result: BatchResult) -> dict[str, Any]:
@@ -71,7 +66,7 @@ def _telemetry(results: Sequence[BatchResult], images: int) -> dict[str, Any]:
         values = [v for result in results if (v := result.values.get(name)) is not None]
         merged[name] = max(values) if values else None
     clocks = sorted(v for result in results if (v := result.values.get("sm_clock_median_mhz")) is not None)
-    merged["sm_clock_median_mhz"] = _median(clocks) if clocks else None  # the median rank's median
+    merged["sm_clock_median_mhz"] = statistics.median(clocks) if clocks else None  # the median rank's median
     energy = merged["energy_j"]
     merged["joules_per_image"] = energy / images if energy is not None and images else None
     merged["images_per_joule"] = images / energy if energy else None

@@ -450,8 +450,8 @@ def illegal(values: Mapping[str, Any]) -> str | None:
         return f"the {profiler} profiler needs framework {profiler}"
     if profiler in EXTERNAL_PROFILERS and device == "cpu":
         return f"{profiler} profiles GPU kernels, not device cpu"
-    if value("gpus") > 1 and framework != "torch":
-        return "gpus above 1 needs framework torch (TensorFlow drives the visible GPUs from one process)"
+    if problem := LaunchConfig(processes_per_node=value("gpus")).problem_for(framework):
+        return f"gpus {value('gpus')}: {problem}"
     if value("nodes") > 1:
         return "nodes above 1: run multi-node sweeps with scripts/slurm/throughput.sbatch, not in a campaign"
     return None

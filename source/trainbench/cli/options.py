@@ -151,9 +151,8 @@ def launch_config(args: argparse.Namespace, model: ModelConfig) -> LaunchConfig:
     """The launch the options ask for, refused when this machine or framework cannot run it."""
     launch = LaunchConfig(processes_per_node=args.gpus, nodes=args.nodes, rdzv_endpoint=args.rdzv_endpoint,
                           rdzv_id=args.rdzv_id, torchrun=args.torchrun)
-    if model.framework == "tf" and launch.processes_per_node > 1:
-        raise UsageError("--gpus: TensorFlow drives every visible GPU from one process (MirroredStrategy); "
-                         "choose them with CUDA_VISIBLE_DEVICES")
+    if problem := launch.problem_for(model.framework):
+        raise UsageError(f"--gpus: {problem}; choose the GPUs with CUDA_VISIBLE_DEVICES")
     if model.device == "cuda" and launch.processes_per_node > (visible := visible_gpu_count()):
         raise UsageError(f"--gpus {launch.processes_per_node}: this node shows {visible} GPU(s) to CUDA")
     return launch

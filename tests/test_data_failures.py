@@ -56,9 +56,12 @@ def _args(tree: Path, output: Path) -> list[str]:
 
 
 def _start_slow(tree: Path, output: Path) -> subprocess.Popen[str]:
-    """A conversion slow enough (0.1 s an image) to be hit mid-way; its own process group, as from a terminal."""
+    """A conversion slow enough (0.1 s an image) to be hit mid-way; its own process group, as from a terminal, with
+    Ctrl-C's default disposition as a shell gives it (an ignored SIGINT in this process would be inherited, and
+    Python then installs no KeyboardInterrupt handler: two CI runs saw the conversion finish through its Ctrl-C)."""
     return subprocess.Popen([sys.executable, "-c", SLOW_CONVERT, *_args(tree, output)], cwd=REPO, text=True,
-                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _wait_for_a_recorded_shard(process: subprocess.Popen[str], output: Path) -> None:

@@ -9,13 +9,12 @@ import itertools
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, assert_one_line_error
-from tests.test_campaign_slurm import SLURM_BINARIES, START_SLURM, STOP_SLURM, _install_slurm, _log_tail
+from tests.test_campaign_slurm import slurm  # noqa: F401 - the one-node Slurm fixture, shared
 
 SBATCH = REPO / "scripts" / "slurm" / "throughput.sbatch"
 SHELLCHECK = REPO / ".venv" / "bin" / "shellcheck"
@@ -264,33 +263,9 @@ def test_no_hosts_and_unbindable_paths_are_refused(tmp_path: Path) -> None:
 # --- a real one-node Slurm ----------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A one-node Slurm of its own (as tests/test_campaign_slurm.py starts it), stopped at the end."""
-    if not all(shutil.which(binary) for binary in SLURM_BINARIES):
-        reason = _install_slurm()
-        if reason is not None:
-            pytest.skip(reason)
-    running = subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True, text=True)
-    if running.returncode == 0:  # a second controller would fight the first for its ports
-        pytest.skip(f"another slurmctld is running (pid {running.stdout.split()[0]}): stop it first")
-    folder = tmp_path_factory.mktemp("slurm")
-    env = {**os.environ, "SLURM_TRY_DIR": str(folder), "SLURM_TRY_CLEAN": "1"}
-    try:
-        started = subprocess.run(["bash", str(START_SLURM)], capture_output=True, text=True, env=env, timeout=180)
-        if started.returncode != 0:
-            pytest.fail(f"start_slurm.sh failed ({started.returncode}): {started.stderr}\n{_log_tail(folder)}")
-        conf = Path(started.stdout.strip().splitlines()[-1])
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("SLURM_CONF", str(conf))
-            yield folder
-    finally:
-        subprocess.run(["bash", str(STOP_SLURM)], capture_output=True, text=True, env=env, timeout=120)
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_sbatch_runs_two_cpu_processes_on_one_node(slurm: Path, tmp_path: Path) -> None:
+def test_sbatch_runs_two_cpu_processes_on_one_node(slurm: Path, tmp_path: Path) -> None:  # noqa: F811
     """Submitted from the repository root as the README says, on a node without GPUs (--gpus-per-node=0 on the
     command line): srun's one task runs trainbench throughput, whose worker is a torchrun launch of 2 CPU processes;
     the node's run folder holds one batch size measured by both (world_size 2)."""

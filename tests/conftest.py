@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,18 @@ def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: 
     assert "Traceback" not in result.stderr
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
+
+
+def linked_tools(tmp_path: Path, names: tuple[str, ...]) -> Path:
+    """``tmp_path/tools`` holding links to the named programs found on PATH: with stand-ins beside it, a PATH on
+    which a script under test finds only what the test chose."""
+    tools = tmp_path / "tools"
+    tools.mkdir(exist_ok=True)
+    for name in names:
+        found = shutil.which(name)
+        if found and not (tools / name).exists():
+            (tools / name).symlink_to(found)
+    return tools
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, assert_one_line_error
+from tests.conftest import REPO, assert_one_line_error, linked_tools
 
 BUILD = REPO / "build_image.sh"
 START = REPO / "start_container.sh"
@@ -30,12 +30,7 @@ UID_GID = f"{os.getuid()}:{os.getgid()}"
 
 def make_path(tmp_path: Path, engines: tuple[str, ...] = ("docker",)) -> str:
     """A PATH with the few tools the scripts need and a stand-in for each engine named."""
-    tools = tmp_path / "tools"
-    tools.mkdir(exist_ok=True)
-    for name in TOOLS:
-        found = shutil.which(name)
-        if found and not (tools / name).exists():
-            (tools / name).symlink_to(found)
+    tools = linked_tools(tmp_path, TOOLS)
     fakes = tmp_path / "fakes"
     fakes.mkdir(exist_ok=True)
     for engine in engines:

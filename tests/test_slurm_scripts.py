@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, assert_one_line_error
+from tests.conftest import REPO, assert_one_line_error, linked_tools
 from tests.test_campaign_slurm import slurm  # noqa: F401 - the one-node Slurm fixture, shared
 
 SBATCH = REPO / "scripts" / "slurm" / "throughput.sbatch"
@@ -32,12 +32,7 @@ def standins(tmp_path: Path, hosts: tuple[str, ...], gpus_listed: int | None, sr
     """A PATH with the tools and the stand-ins. srun records its argv; with ``srun_runs_task`` it then runs the task
     (its arguments after its own --options) as node 1 would. nvidia-smi (absent when ``gpus_listed`` is None) lists
     that many GPUs."""
-    tools = tmp_path / "tools"
-    tools.mkdir(exist_ok=True)
-    for name in TOOLS:
-        found = shutil.which(name)
-        if found and not (tools / name).exists():
-            (tools / name).symlink_to(found)
+    tools = linked_tools(tmp_path, TOOLS)
     fakes = tmp_path / "fakes"
     fakes.mkdir(exist_ok=True)
     record = 'for arg in "$@"; do printf \'%s\\n\' "$arg"; done > "LOG"\n'

@@ -80,6 +80,20 @@ MAX_BATCH = "16777216"  # trainbench.config.MAX_BATCH_SIZE
         (["throughput", "--data", ""], ["--data", "empty string"]),
         (["train", "--data", ""], ["--data", "empty string"]),
         (["train", "--resume", ""], ["--resume", "empty string"]),
+        # compiled and captured steps, and the GPU loader: what cannot run is named before anything starts
+        (["throughput", "--compile", "fastest"], ["compile mode", "'fastest'", "reduce-overhead"]),
+        (["throughput", "--device", "cpu", "--compile", "reduce-overhead"], ["reduce-overhead", "needs a GPU"]),
+        (["throughput", "--device", "cpu", "--compile", "max-autotune"], ["max-autotune", "needs a GPU"]),
+        (["throughput", "--device", "cpu", "--cuda-graph"], ["--cuda-graph", "needs a GPU"]),
+        (["throughput", "--compile", "--cuda-graph"], ["--cuda-graph", "choose one"]),
+        (["throughput", "--precision", "fp16", "--cuda-graph"], ["fp16", "--cuda-graph"]),
+        (["throughput", "--framework", "tf", "--compile"], ["PyTorch's", "--xla"]),
+        (["profile", "torch", "--device", "cpu", "--cuda-graph"], ["--cuda-graph", "needs a GPU"]),
+        (["train", "--cuda-graph"], ["--cuda-graph"]),  # no GPU here; on one: the learning-rate reason (test_config)
+        (["throughput", "--loader", "dali"], ["loader", "'dali'", "cpu, gpu"]),
+        (["throughput", "--loader", "gpu"], ["--loader gpu", "--data"]),
+        (["throughput", "--framework", "tf", "--loader", "gpu"], ["--loader gpu", "TensorFlow"]),
+        (["train", "--device", "cpu", "--loader", "gpu"], ["--loader gpu", "--data"]),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], fragments: list[str]) -> None:

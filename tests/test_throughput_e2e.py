@@ -66,6 +66,23 @@ def test_throughput_sweep_writes_a_complete_run(tmp_path: Path, framework: str) 
 
 
 @pytest.mark.slow
+def test_compiling_on_the_cpu_is_timed_apart_from_every_window(tmp_path: Path) -> None:
+    """torch.compile's default mode runs on the CPU (TorchInductor's C++ kernels). With no warm-up at all, the
+    compile (about a minute) must still be outside the timed step: recorded as compile_s, the window much shorter."""
+    result = run_cli("throughput", "--framework", "torch", "--device", "cpu", "--compile", "--batch-sizes", "2",
+                     "--image-size", "32", "--num-classes", "10", "--warmup", "0", "--steps", "2",
+                     "--output", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = Path(result.stdout.strip().splitlines()[-1])
+    assert "step compiled in" in (run_dir / "logs" / "batch_2.log").read_text()
+    summary, steps, _ = read_run(run_dir)
+    (row,) = summary["results"]
+    assert row["status"] == "ok" and row["compile_s"] > 1.0
+    assert row["window_s"] < row["compile_s"] / 5
+    assert [r["phase"] for r in steps] == ["timed", "timed"]
+
+
+@pytest.mark.slow
 def test_absurd_batch_is_recorded_as_oom_and_the_sweep_goes_on(tmp_path: Path) -> None:
     # 10^7 images of 3x224x224 fp32 is 6 TB: a real allocation failure, not a simulated one.
     result = run_cli("throughput", "--framework", "torch", "--batch-sizes", "10000000,2",

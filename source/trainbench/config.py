@@ -20,11 +20,16 @@ Framework = Literal["tf", "torch"]
 Precision = Literal["fp32", "fp16", "bf16"]
 Device = Literal["auto", "cpu", "cuda"]
 Profiler = Literal["ncu", "nsys", "nvprof", "torch", "tf"]
+# torch.compile's modes: "reduce-overhead" and "max-autotune" replay the compiled step as CUDA graphs.
+CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+Loader = Literal["cpu", "gpu"]  # PyTorch with --data: decode and augment in CPU workers, or on the GPU
 
 FRAMEWORKS: tuple[Framework, ...] = get_args(Framework)
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 DEVICES: tuple[Device, ...] = get_args(Device)
 PROFILERS: tuple[Profiler, ...] = get_args(Profiler)
+COMPILE_MODES: tuple[CompileMode, ...] = get_args(CompileMode)
+LOADERS: tuple[Loader, ...] = get_args(Loader)
 
 # The original suite's sweep on a GPU; the CPU default is short so a laptop finishes in minutes.
 GPU_BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 96, 128)
@@ -120,6 +125,8 @@ class ModelConfig:
     device: Device = "auto"
     xla: bool = False  # TensorFlow: jit_compile the training step
     compile: bool = False  # PyTorch: torch.compile the model
+    compile_mode: CompileMode = "default"  # PyTorch: torch.compile's mode, with compile
+    cuda_graph: bool = False  # PyTorch: capture the whole eager step (forward, backward, update) as one CUDA graph
     channels_last: bool = False  # PyTorch: NHWC memory layout
     seed: int = 0
 
@@ -127,11 +134,49 @@ class ModelConfig:
         check_choice("framework", self.framework, FRAMEWORKS)
         check_choice("precision", self.precision, PRECISIONS)
         check_choice("device", self.device, DEVICES)
+        check_choice("compile mode", self.compile_mode, COMPILE_MODES)
+        if problem := step_mode_problem(self, self.device):
+            raise UsageError(problem)
         check("image size", int_problem(self.image_size, 32, MAX_IMAGE_SIZE))
         check("number of classes", int_problem(self.num_classes, 2, MAX_NUM_CLASSES))
         check("seed", int_problem(self.seed, 0, MAX_SEED))
         if self.precision == "fp16" and self.device == "cpu":
             raise UsageError("fp16 needs a GPU; use --precision bf16 or fp32 on the CPU")
+
+
+def uses_cuda_graphs(model: ModelConfig) -> bool:
+    """Whether the timed step replays CUDA graphs: captured by us, or by torch.compile's reduce-overhead or
+    max-autotune mode."""
+    return model.cuda_graph or (model.compile and model.compile_mode in ("reduce-overhead", "max-autotune"))
+
+
+def step_mode_problem(model: ModelConfig, device: str) -> str | None:
+    """Why the step's compile or graph settings cannot run on ``device`` ('auto' is judged once resolved), or None."""
+    if model.framework == "tf" and (model.compile or model.cuda_graph):
+        return "--compile and --cuda-graph are PyTorch's; TensorFlow compiles its step with --xla"
+    if model.compile and model.cuda_graph:
+        return ("--cuda-graph captures the eager step; the compiled step's CUDA graphs are --compile "
+                "reduce-overhead: choose one")
+    if model.cuda_graph and model.precision == "fp16":
+        return "--cuda-graph cannot capture fp16's loss scaling (it reads the GPU every step); use bf16"
+    if device == "cpu" and uses_cuda_graphs(model):
+        what = "--cuda-graph" if model.cuda_graph else f"--compile {model.compile_mode}"
+        return f"{what} replays CUDA graphs and needs a GPU; on the CPU use --compile default or none"
+    return None
+
+
+def loader_problem(loader: str, framework: str, data: str | None, device: str) -> str | None:
+    """Why input ``loader`` cannot feed this run ('auto' devices are judged once resolved), or None."""
+    check_choice("loader", loader, LOADERS)
+    if loader == "cpu":
+        return None
+    if framework != "torch":
+        return "--loader gpu is PyTorch's; TensorFlow's input is tf.data on the CPU"
+    if data is None:
+        return "--loader gpu decodes real images: give --data DIR"
+    if device == "cpu":
+        return "--loader gpu decodes on a GPU; on the CPU use --loader cpu"
+    return None
 
 
 @dataclass(frozen=True)
@@ -219,6 +264,7 @@ class BenchConfig:
     warmup_steps: int = 10
     steps: int = 50
     data: str | None = None  # None: synthetic batches generated on the device
+    loader: Loader = "cpu"  # with data (PyTorch): where images are decoded and augmented
     sync_every_step: bool = False
     repeats: int = 1  # timed windows of ``steps`` steps each, back to back after one warm-up: a spread of images/s
     profile: ProfileConfig | None = None  # set: run the profiler's window instead of a timed measurement
@@ -231,6 +277,8 @@ class BenchConfig:
         check("timed steps", int_problem(self.steps))
         check("repeats", int_problem(self.repeats))
         check("telemetry interval", telemetry_interval_problem(self.telemetry_interval_s))
+        if problem := loader_problem(self.loader, self.model.framework, self.data, self.model.device):
+            raise UsageError(problem)
 
     @property
     def data_label(self) -> str:
@@ -249,6 +297,7 @@ class TrainConfig:
     decay_epochs: tuple[int, ...] = (30, 60, 80)  # learning rate x decay_factor at each
     decay_factor: float = 0.1
     data: str | None = None  # None: a fixed synthetic data set (see trainbench.data.synthetic)
+    loader: Loader = "cpu"  # with data (PyTorch): where images are decoded and augmented
     synthetic_train_examples: int = 1281  # one thousandth of ImageNet's training set
     synthetic_eval_examples: int = 50
     steps_per_epoch: int | None = None  # None: one pass over the training set
@@ -273,6 +322,11 @@ class TrainConfig:
             check("decay epoch", int_problem(epoch, 0))
         if list(self.decay_epochs) != sorted(set(self.decay_epochs)):
             raise UsageError(f"decay epochs must be increasing, got {self.decay_epochs}")
+        if self.model.cuda_graph:
+            raise UsageError("--cuda-graph is for throughput and profile runs: training sets a new learning rate "
+                             "every step, which a captured graph would not see; use --compile reduce-overhead")
+        if problem := loader_problem(self.loader, self.model.framework, self.data, self.model.device):
+            raise UsageError(problem)
 
 
 # --- to and from JSON ------------------------------------------------------------------------------------------

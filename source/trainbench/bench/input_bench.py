@@ -18,16 +18,20 @@ from typing import Any
 
 from trainbench.config import (
     FRAMEWORKS,
+    LOADERS,
     MAX_BATCH_SIZE,
     MAX_IMAGE_SIZE,
     MAX_SEED,
     MAX_WORKERS,
     Framework,
+    Loader,
     check,
     check_choice,
     int_problem,
+    loader_problem,
 )
 from trainbench.data.source import DataSource, open_source, tfrecords_only
+from trainbench.errors import UsageError
 
 INPUT_HEADROOM = 1.1
 
@@ -44,9 +48,13 @@ class InputBench:
     steps: int = 20
     workers: int | None = None  # torch: DataLoader processes; tf: tf.data threads (None: all cores, autotuned)
     seed: int = 0
+    loader: Loader = "cpu"  # torch: decode and augment in the workers, or on the GPU
 
     def __post_init__(self) -> None:
         check_choice("framework", self.framework, FRAMEWORKS)
+        check_choice("loader", self.loader, LOADERS)
+        if problem := loader_problem(self.loader, self.framework, self.data, "auto"):
+            raise UsageError(problem)
         check("batch size", int_problem(self.batch_size, 1, MAX_BATCH_SIZE))
         check("image size", int_problem(self.image_size, 32, MAX_IMAGE_SIZE))
         check("warm-up batches", int_problem(self.warmup, 0))
@@ -66,11 +74,26 @@ def _tf_batches(source: DataSource, bench: InputBench) -> Iterator[Any]:
 
 
 def _torch_batches(source: DataSource, bench: InputBench) -> Iterator[Any]:
-    from trainbench.data import torch_pipeline
+    import torch
 
-    loader = torch_pipeline.make_loader(source, bench.batch_size, bench.image_size, train=True, seed=bench.seed,
-                                        workers=bench.workers)
-    yield from torch_pipeline.batches(loader, endless=True)
+    from trainbench.data import gpu_pipeline, torch_pipeline
+
+    if bench.loader == "cpu":
+        loader = torch_pipeline.make_loader(source, bench.batch_size, bench.image_size, train=True, seed=bench.seed,
+                                            workers=bench.workers)
+        yield from torch_pipeline.batches(loader, endless=True)
+        return
+    if not torch.cuda.is_available():
+        raise UsageError("--loader gpu: PyTorch sees no GPU; use --loader cpu")
+    loader = gpu_pipeline.make_loader(source, bench.batch_size, train=True, seed=bench.seed, workers=bench.workers,
+                                      pin_memory=True)
+    batches = gpu_pipeline.batches(loader, bench.image_size, "cuda", train=True, endless=True)
+    try:
+        for batch in batches:
+            torch.cuda.current_stream().synchronize()  # a batch counts once prepared on the GPU, not once queued
+            yield batch
+    finally:
+        batches.close()
 
 
 def measure_input(bench: InputBench) -> dict[str, Any]:
@@ -87,7 +110,8 @@ def measure_input(bench: InputBench) -> dict[str, Any]:
     finally:
         batches.close()  # stops DataLoader workers now, not when garbage is collected during training
     images = bench.batch_size * bench.steps
-    return {"framework": bench.framework, "batch_size": bench.batch_size, "image_size": bench.image_size,
+    return {"framework": bench.framework, "loader": bench.loader, "batch_size": bench.batch_size,
+            "image_size": bench.image_size,
             "warmup_batches": bench.warmup, "timed_batches": bench.steps, "images": images, "seconds": seconds,
             "images_per_sec": images / seconds}
 

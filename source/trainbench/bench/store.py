@@ -30,6 +30,7 @@ MEASURED_FIELDS: tuple[str, ...] = (
     "timed_steps",
     "warmup_steps",
     "world_size",  # processes that measured together (--gpus x --nodes); None: one
+    "compile_s",  # torch --compile / --cuda-graph: compiling or capturing the step, before and outside every window
     *TELEMETRY_VALUES,  # GPU energy, power, clocks, throttling over the timed windows (see trainbench.telemetry)
 )
 RESULT_FIELDS: tuple[str, ...] = ("batch_size", "status", *MEASURED_FIELDS, "error")  # summary.csv's columns

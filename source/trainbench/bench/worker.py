@@ -104,7 +104,7 @@ def input_rate(config: BenchConfig) -> float:
     have the machine to themselves and are gone before training starts)."""
     model = config.model
     bench = InputBench(model.framework, str(config.data), config.batch_size, model.image_size,
-                       max(1, config.warmup_steps), config.steps, seed=model.seed)
+                       max(1, config.warmup_steps), config.steps, seed=model.seed, loader=config.loader)
     rate = measure_input(bench)["images_per_sec"]
     print(f"batch {config.batch_size}: input pipeline alone {rate:.2f} images/s", flush=True)
     return rate
@@ -127,6 +127,9 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
     telemetry: energy and throttle counters at every window's edges, the sampled timeline into ``timeline``."""
     pipeline_rate = input_rate(config) if config.data is not None else None
     runner = engine.make_runner(config)
+    compile_s = getattr(runner, "compile_s", None)  # torch --compile / --cuda-graph: done before any window
+    if compile_s is not None:
+        print(f"batch {config.batch_size}: step compiled in {compile_s:.1f} s (in no window)", flush=True)
     windows_text = f" x {config.repeats} windows" if config.repeats > 1 else ""
     print(f"batch {config.batch_size}: {config.warmup_steps} warm-up + {config.steps} timed steps{windows_text}",
           flush=True)
@@ -143,6 +146,7 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
         telemetry.close()
     images = runner.images_per_step * config.steps * config.repeats
     values = {**summarize_windows(runner.images_per_step, windows), "gpus_at_window_end": gpu_state(),
+              "compile_s": compile_s,
               **telemetry.values([window.window_s for window in windows], images)}
     if pipeline_rate is not None:
         values["input_images_per_sec"] = pipeline_rate

@@ -82,11 +82,12 @@ COLUMNS: tuple[str, ...] = (
     "return_code",
     "run_folder",
     *TELEMETRY_VALUES,  # GPU energy, power, clocks over all the batch size's windows: the same on each window's row
+    "compile_s",  # torch --compile / --cuda-graph: before and outside every window
     # later issues: append new fixed columns here
 )
 # A result's values copied as they are (the per-window and over-all images/s are set row by row).
 RESULT_VALUES = ("images_per_sec", "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "step_time_mad_s",
-                 "timed_steps", "warmup_steps", "input_images_per_sec", "input_bound", *TELEMETRY_VALUES)
+                 "timed_steps", "warmup_steps", "input_images_per_sec", "input_bound", *TELEMETRY_VALUES, "compile_s")
 IMAGES_COLUMNS = ("window_images_per_sec", "images_per_sec")  # left empty on a profiled run's rows
 
 SUMMARY_COLUMNS = ("config", "batch_size", "runs", "ok", "images_per_sec_median", "images_per_sec_min",

@@ -13,6 +13,7 @@ from trainbench.cli.options import (
     POSITIVE,
     SEED,
     add_choice_option,
+    add_loader_option,
     existing_data_dir,
     path_text,
     whole_number,
@@ -43,13 +44,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--image-size", type=whole_number(32, MAX_IMAGE_SIZE), default=image_size, metavar="PX",
                         help=f"square output size (default {image_size})")
     parser.add_argument("--seed", type=SEED, default=field_default(InputBench, "seed"))
+    add_loader_option(parser)
     parser.set_defaults(run=run)
 
 
 def bench_from_args(args: argparse.Namespace) -> InputBench:
     """InputBench checks the settings, then the folder is looked at: a wrong framework is named before the folder."""
     bench = InputBench(args.framework, args.data, args.batch_size, args.image_size, args.warmup, args.steps,
-                       args.workers, args.seed)
+                       args.workers, args.seed, args.loader)
     return dataclasses.replace(bench, data=str(existing_data_dir(bench.data)))
 
 
@@ -57,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     bench = bench_from_args(args)
     result = measure_input(bench)
     workers = "all cores" if bench.workers is None else f"{bench.workers} workers"
-    print(f"input pipeline ({bench.framework}, {workers}, batch {bench.batch_size}, {bench.image_size} px): "
+    print(f"input pipeline ({bench.framework}, {bench.loader} loader, {workers}, batch {bench.batch_size}, "
+          f"{bench.image_size} px): "
           f"{result['images_per_sec']:.1f} images/s ({result['images']} images in {result['seconds']:.3f} s)")
     print(json.dumps({"data": bench.data, "workers": bench.workers, **result}))
     return 0

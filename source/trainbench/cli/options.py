@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from trainbench.config import (
+    COMPILE_MODES,
     DEVICES,
     FRAMEWORKS,
+    LOADERS,
     MAX_COUNT,
     MAX_IMAGE_SIZE,
     MAX_NUM_CLASSES,
@@ -165,10 +167,12 @@ def add_telemetry_option(parser: argparse.ArgumentParser) -> None:
                         f"telemetry/batch_<X>.csv; 0: no timeline (energy is still read; default {default})")
 
 
-def add_choice_option(parser: argparse.ArgumentParser, option: str, allowed: tuple[str, ...], default: str) -> None:
+def add_choice_option(parser: argparse.ArgumentParser, option: str, allowed: tuple[str, ...], default: str,
+                      what: str = "") -> None:
     """A name from ``allowed``, checked by the configuration built from it so the message is ours (argparse's
     ``choices`` would print its usage block)."""
-    parser.add_argument(option, default=default, help=f"one of {', '.join(allowed)} (default: {default})")
+    parser.add_argument(option, default=default,
+                        help=f"{what + ': ' if what else ''}one of {', '.join(allowed)} (default: {default})")
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -183,7 +187,13 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="classifier outputs (default: the data's classes with --data, else "
                         f"{field_default(ModelConfig, 'num_classes')})")
     parser.add_argument("--xla", action="store_true", help="TensorFlow: compile the training step with XLA")
-    parser.add_argument("--compile", action="store_true", help="PyTorch: torch.compile the model")
+    parser.add_argument("--compile", nargs="?", const="default", metavar="MODE",
+                        help="PyTorch: torch.compile the model, in MODE: one of "
+                        f"{', '.join(COMPILE_MODES)} (default mode: default; reduce-overhead and max-autotune "
+                        "replay CUDA graphs); compiling is timed apart, before the warm-up")
+    parser.add_argument("--cuda-graph", action="store_true",
+                        help="PyTorch on a GPU: capture the whole eager step as one CUDA graph and replay it "
+                        "(throughput and profile runs)")
     parser.add_argument("--channels-last", action="store_true", help="PyTorch: NHWC memory layout")
     parser.add_argument("--seed", type=SEED, default=field_default(ModelConfig, "seed"))
 
@@ -197,6 +207,12 @@ def add_input_options(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--synthetic", action="store_true", help="random batches made on the device (default)")
     source.add_argument("--data", type=path_text, metavar="DIR", help=f"real input: {DATA_DIR_HELP}")
+    add_loader_option(parser)
+
+
+def add_loader_option(parser: argparse.ArgumentParser) -> None:
+    add_choice_option(parser, "--loader", LOADERS, field_default(BenchConfig, "loader"),
+                      "PyTorch with --data: decode and augment in CPU worker processes, or on the GPU (nvJPEG)")
 
 
 def _num_classes(args: argparse.Namespace) -> int:
@@ -218,7 +234,9 @@ def model_config(args: argparse.Namespace) -> ModelConfig:
         num_classes=_num_classes(args),
         device=resolve_device_here(args.device),
         xla=args.xla,
-        compile=args.compile,
+        compile=args.compile is not None,
+        compile_mode=args.compile or field_default(ModelConfig, "compile_mode"),
+        cuda_graph=args.cuda_graph,
         channels_last=args.channels_last,
         seed=args.seed,
     )

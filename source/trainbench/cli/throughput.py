@@ -74,6 +74,7 @@ def bench_configs(args: argparse.Namespace, model: ModelConfig) -> list[BenchCon
     launch = launch_config(args, model)
     return [
         BenchConfig(model=model, batch_size=size, warmup_steps=args.warmup, steps=args.steps, data=data,
+                    loader=args.loader,
                     sync_every_step=args.sync_every_step, repeats=args.repeats,
                     telemetry_interval_s=args.telemetry_interval, launch=launch)
         for size in sizes

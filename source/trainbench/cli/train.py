@@ -14,6 +14,7 @@ from trainbench.cli.options import (
     DATA_DIR_HELP,
     POSITIVE,
     add_launch_options,
+    add_loader_option,
     add_model_options,
     existing_data_dir,
     launch_config,
@@ -78,6 +79,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         default=field_default(TrainConfig, "synthetic_eval_examples"))
     parser.add_argument("--data", type=path_text, metavar="DIR",
                         help=f"{DATA_DIR_HELP} (default: a synthetic data set)")
+    add_loader_option(parser)
     parser.add_argument("--output", type=path_text, default=field_default(TrainConfig, "output"), metavar="DIR",
                         help="a new run folder is made inside")
     parser.add_argument("--resume", type=path_text, metavar="RUN_DIR", help="continue a run from its newest "
@@ -116,7 +118,7 @@ def new_config(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(
         model=model_config(args), optimizer=optimizer, epochs=args.epochs or EPOCHS, batch_size=args.batch_size,
         warmup_epochs=args.warmup_epochs, decay_epochs=args.decay_epochs,
-        data=existing_data_dir(args.data), synthetic_train_examples=args.synthetic_train_examples,
+        data=existing_data_dir(args.data), loader=args.loader, synthetic_train_examples=args.synthetic_train_examples,
         synthetic_eval_examples=args.synthetic_eval_examples, steps_per_epoch=args.steps_per_epoch,
         eval_steps=args.eval_steps, output=args.output, log_every=args.log_every,
         launch=launch_config(args, model_config(args)),

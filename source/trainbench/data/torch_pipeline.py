@@ -17,7 +17,9 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -38,7 +40,7 @@ from trainbench.data.source import IMAGE_FOLDER, DataSource
 from trainbench.data.tfrecord_reader import DataError, parse_example, read_records
 
 Transform = Callable[[Image.Image], torch.Tensor]
-Example = tuple[torch.Tensor, int]
+Prepare = Callable[[bytes, str], Any]  # encoded image and its name -> what the dataset yields for it
 
 
 # --- preprocessing ----------------------------------------------------------------------------------------------
@@ -66,6 +68,11 @@ def decode(data: bytes, name: str) -> Image.Image:
         raise DataError(f"{name}: not a decodable image (no image format Pillow knows)") from None
     except (OSError, ValueError, SyntaxError) as error:  # truncated or damaged image data
         raise DataError(f"{name}: not a decodable image ({error})") from None
+
+
+def decoded(transform: Transform, data: bytes, name: str) -> torch.Tensor:
+    """The CPU loader's image: decoded by Pillow, then transformed."""
+    return transform(decode(data, name))
 
 
 def decode_record(payload: bytes, name: str) -> tuple[bytes, int]:
@@ -98,12 +105,13 @@ def _shuffled(items: Iterator[tuple[Path, int, bytes]], size: int,
 
 
 class TFRecordImages(IterableDataset):
-    """(image, label) examples from TFRecord shards, split by file between ranks and then DataLoader workers."""
+    """(image, label) examples from TFRecord shards, split by file between ranks and then DataLoader workers;
+    ``prepare`` makes the image of its encoded bytes (decoded and transformed, or kept encoded for the GPU)."""
 
-    def __init__(self, files: Sequence[Path], transform: Transform, *, shuffle: bool, repeat: bool, seed: int = 0,
+    def __init__(self, files: Sequence[Path], prepare: Prepare, *, shuffle: bool, repeat: bool, seed: int = 0,
                  rank: int = 0, world: int = 1) -> None:
         self._files = [Path(path) for path in files][rank::world]
-        self._transform = transform
+        self._prepare = prepare
         self._shuffle, self._repeat, self._seed, self._rank = shuffle, repeat, seed, rank
         self._passes = 0  # counted in each worker's copy: a persistent worker reshuffles every pass
 
@@ -112,7 +120,7 @@ class TFRecordImages(IterableDataset):
             for index, payload in enumerate(read_records(path)):
                 yield path, index, payload
 
-    def __iter__(self) -> Iterator[Example]:
+    def __iter__(self) -> Iterator[tuple[Any, int]]:
         worker = get_worker_info()
         worker_id, workers = (worker.id, worker.num_workers) if worker else (0, 1)
         files = self._files[worker_id::workers]
@@ -124,8 +132,9 @@ class TFRecordImages(IterableDataset):
             if self._shuffle:
                 records = _shuffled(records, max(1, SHUFFLE_BUFFER // workers), rng)
             for path, index, payload in records:
-                image_bytes, label = decode_record(payload, f"{path} record {index}")
-                yield self._transform(decode(image_bytes, f"{path} record {index}")), label
+                name = f"{path} record {index}"
+                image_bytes, label = decode_record(payload, name)
+                yield self._prepare(image_bytes, name), label
             if not self._repeat:
                 return
 
@@ -156,19 +165,26 @@ def default_workers() -> int:
 def make_loader(source: DataSource, batch_size: int, image_size: int, *, train: bool, seed: int = 0,
                 workers: int | None = None, pin_memory: bool = False, rank: int = 0, world: int = 1) -> DataLoader:
     """Training: endless shuffled full batches; evaluation: one ordered pass with a partial last batch."""
-    workers = default_workers() if workers is None else workers
     transform = train_transform(image_size) if train else eval_transform(image_size)
     paths = source.train if train else source.evaluation
-    shuffle_sampler = False
     if source.kind == IMAGE_FOLDER:
         tree = image_folder(paths[0], transform)
         dataset: Dataset = Subset(tree, range(rank, len(tree), world)) if world > 1 else tree
-        shuffle_sampler = train
     else:
-        dataset = TFRecordImages(paths, transform, shuffle=train, repeat=train, seed=seed, rank=rank, world=world)
+        dataset = TFRecordImages(paths, partial(decoded, transform), shuffle=train, repeat=train, seed=seed,
+                                 rank=rank, world=world)
+    return loader_over(dataset, batch_size, train=train, shuffle_sampler=source.kind == IMAGE_FOLDER and train,
+                       seed=seed, workers=workers, pin_memory=pin_memory)
+
+
+def loader_over(dataset: Dataset, batch_size: int, *, train: bool, shuffle_sampler: bool, seed: int,
+                workers: int | None, pin_memory: bool, collate_fn: Callable[..., Any] | None = None) -> DataLoader:
+    """Both loaders' DataLoader: all cores unless told, persistent workers, full batches for training."""
+    workers = default_workers() if workers is None else workers
     return DataLoader(
         dataset, batch_size=batch_size, shuffle=shuffle_sampler, drop_last=train, num_workers=workers,
         pin_memory=pin_memory, persistent_workers=workers > 0, generator=torch.Generator().manual_seed(seed),
+        collate_fn=collate_fn,
     )
 
 
@@ -182,24 +198,30 @@ def _original_message(error: BaseException) -> str:
     return last.split(": ", 1)[1] if ": " in last else last
 
 
-def _from_workers(loader: DataLoader) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+def _from_workers(loader: DataLoader) -> Iterator[Any]:
     try:
         yield from loader
     except DataError as error:
         raise DataError(_original_message(error)) from None
 
 
-def batches(loader: DataLoader, device: str = "cpu", channels_last: bool = False,
-            endless: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """The loader's (images NCHW float32, labels int64) on ``device``; ``endless``: pass after pass."""
-    layout = torch.channels_last if channels_last else torch.contiguous_format
+def loader_batches(loader: DataLoader, endless: bool = False) -> Iterator[Any]:
+    """The loader's batches as collated; ``endless``: pass after pass."""
     while True:
         empty = True
-        for images, labels in _from_workers(loader):
+        for batch in _from_workers(loader):
             empty = False
-            yield (images.to(device, non_blocking=loader.pin_memory, memory_format=layout),
-                   labels.to(device, non_blocking=loader.pin_memory))
+            yield batch
         if not endless:
             return
         if empty:  # else the loop would spin forever
             raise DataError(f"no training batch of {loader.batch_size} images could be formed from the data")
+
+
+def batches(loader: DataLoader, device: str = "cpu", channels_last: bool = False,
+            endless: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """The loader's (images NCHW float32, labels int64) on ``device``; ``endless``: pass after pass."""
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    for images, labels in loader_batches(loader, endless):
+        yield (images.to(device, non_blocking=loader.pin_memory, memory_format=layout),
+               labels.to(device, non_blocking=loader.pin_memory))

@@ -11,6 +11,7 @@ import itertools
 import math
 import os
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +23,15 @@ import torch.nn.functional as F
 import torchvision
 from torch import nn
 
-from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
-from trainbench.data import torch_pipeline
+from trainbench.config import (
+    BenchConfig,
+    ModelConfig,
+    OptimizerConfig,
+    TrainConfig,
+    loader_problem,
+    step_mode_problem,
+)
+from trainbench.data import gpu_pipeline, torch_pipeline
 from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples
 from trainbench.engines.base import CHECKPOINTS_KEPT, check_precision, resolve_device, steps_for, synthetic_split
@@ -35,15 +43,21 @@ Batch = tuple[torch.Tensor, torch.Tensor]
 
 _AUTOCAST_DTYPES: dict[str, torch.dtype | None] = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 _CHECKPOINT = re.compile(r"epoch-(\d+)\.pt")
+# Steps run before the warm-up when the step is compiled or captured: torch.compile traces and compiles on the
+# first, and with CUDA graphs records on the second (forward and backward graphs); the third replays.
+PREPARE_STEPS = 3
 
 
 # --- shared construction: model, optimizer, one training step ---------------------------------------------------
 
 
-def _device(model_config: ModelConfig) -> str:
-    """The device to run on ('cpu' or 'cuda'), refusing what this machine cannot run."""
+def _device(model_config: ModelConfig, loader: str = "cpu", data: str | None = None) -> str:
+    """The device to run on ('cpu' or 'cuda'), refusing what this machine cannot run ('auto' resolved here)."""
     device = resolve_device(model_config.device, torch.cuda.device_count(), "PyTorch")
     check_precision(model_config.precision, device)
+    for problem in (step_mode_problem(model_config, device), loader_problem(loader, "torch", data, device)):
+        if problem:
+            raise UsageError(problem)
     return device
 
 
@@ -117,7 +131,8 @@ def _build(
         model = model.to(memory_format=torch.channels_last)
     forward = wrap(model) if wrap else model
     if model_config.compile:
-        forward = torch.compile(forward)
+        # Static shapes: every batch of a run has the same shape (training drops the short last batch).
+        forward = torch.compile(forward, mode=model_config.compile_mode, dynamic=False)
     optimizer = torch.optim.SGD(
         model.parameters(), lr=learning_rate, momentum=optimizer_config.momentum,
         weight_decay=optimizer_config.weight_decay,
@@ -125,19 +140,21 @@ def _build(
     device_type = torch.device(device).type
     dtype = _AUTOCAST_DTYPES[model_config.precision]
     scaler = torch.amp.GradScaler(device_type) if model_config.precision == "fp16" else None
-    step = _make_step(forward, optimizer, scaler, device_type, dtype, optimizer_config.label_smoothing)
+    step = _make_step(forward, optimizer, scaler, device_type, dtype, optimizer_config.label_smoothing,
+                      cache_casts=not model_config.cuda_graph)
     return _Parts(model, optimizer, scaler, step, device_type, dtype)
 
 
 def _make_step(
     forward: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None,
-    device_type: str, dtype: torch.dtype | None, smoothing: float,
+    device_type: str, dtype: torch.dtype | None, smoothing: float, cache_casts: bool = True,
 ) -> StepFn:
-    """One training step as a closure: the benchmark times this and nothing else, so it stays bare."""
+    """One training step as a closure: the benchmark times this and nothing else, so it stays bare.
+    ``cache_casts=False`` for a step captured as a CUDA graph: autocast's cast cache would outlive the capture."""
 
     def step(images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         optimizer.zero_grad(set_to_none=True)
-        with _autocast(device_type, dtype):
+        with torch.autocast(device_type, dtype=dtype, enabled=dtype is not None, cache_enabled=cache_casts):
             loss = _loss(forward(images), labels, smoothing)
         if scaler is None:
             loss.backward()
@@ -154,11 +171,52 @@ def _make_step(
 # --- throughput benchmark ---------------------------------------------------------------------------------------
 
 
-def _loader(source: DataSource, batch_size: int, model: ModelConfig, device: str, train: bool,
+def _loader(source: DataSource, batch_size: int, model: ModelConfig, device: str, train: bool, loader: str,
             rank: int = 0, world: int = 1) -> torch.utils.data.DataLoader:
     """The input pipeline over a data folder; pinned host memory when the batches go to a GPU."""
+    pin = torch.device(device).type == "cuda"
+    if loader == "gpu":
+        return gpu_pipeline.make_loader(source, batch_size, train=train, seed=model.seed, pin_memory=pin, rank=rank,
+                                        world=world)
     return torch_pipeline.make_loader(source, batch_size, model.image_size, train=train, seed=model.seed,
-                                      pin_memory=torch.device(device).type == "cuda", rank=rank, world=world)
+                                      pin_memory=pin, rank=rank, world=world)
+
+
+def _batches(data_loader: torch.utils.data.DataLoader, model: ModelConfig, device: str, train: bool, loader: str,
+             endless: bool) -> Iterator[Batch]:
+    """The loader's batches on the device: decoded and augmented there (``loader`` "gpu") or in the workers."""
+    if loader == "gpu":
+        return gpu_pipeline.batches(data_loader, model.image_size, device, train=train,
+                                    channels_last=model.channels_last, endless=endless)
+    return torch_pipeline.batches(data_loader, device, model.channels_last, endless=endless)
+
+
+class _GraphedStep:
+    """The whole eager step (forward, backward, optimizer update) captured once as a CUDA graph and replayed:
+    one launch a step instead of hundreds. Inputs are copied into the graph's own buffers before each replay.
+    As PyTorch documents whole-network capture: a few steps on a side stream first (cuDNN's choices, the
+    optimizer's state), gradients set to None so backward allocates them from the graph's pool."""
+
+    def __init__(self, step: StepFn, optimizer: torch.optim.Optimizer, images: torch.Tensor,
+                 labels: torch.Tensor) -> None:
+        self._images, self._labels = images.clone(), labels.clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(PREPARE_STEPS):
+                step(self._images, self._labels)
+        torch.cuda.current_stream().wait_stream(side)
+        optimizer.zero_grad(set_to_none=True)
+        self._graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self._graph):
+            self._loss = step(self._images, self._labels)
+
+    def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        if images is not self._images:
+            self._images.copy_(images, non_blocking=True)
+            self._labels.copy_(labels, non_blocking=True)
+        self._graph.replay()
+        return self._loss
 
 
 class _Runner:
@@ -175,11 +233,19 @@ class _Runner:
         self._parts = _build(model, config.optimizer, learning_rate, device, wrap)
         self._cuda = torch.device(device).type == "cuda"
         self._train_step = self._parts.step
+        self._next_batch = self._input(config, device, rank, world)
+        self.compile_s: float | None = None  # compiling or capturing the step, before (and apart from) any window
+        if model.compile or model.cuda_graph:
+            if model.cuda_graph and self._distributed:
+                raise UsageError("--cuda-graph runs one process; with --gpus use --compile reduce-overhead")
+            self.compile_s = self._prepare(model)
+
+    def _input(self, config: BenchConfig, device: str, rank: int, world: int) -> Callable[[], Batch]:
+        model = config.model
         if config.data is not None:
-            loader = _loader(open_source(config.data), config.batch_size, model, device, train=True, rank=rank,
-                             world=world)
-            self._next_batch = torch_pipeline.batches(loader, device, model.channels_last, endless=True).__next__
-            return
+            loader = _loader(open_source(config.data), config.batch_size, model, device, True, config.loader, rank,
+                             world)
+            return _batches(loader, model, device, True, config.loader, endless=True).__next__
         generator = torch.Generator(device=device).manual_seed(model.seed)
         shape = (config.batch_size, 3, model.image_size, model.image_size)
         images = torch.randn(shape, device=device, generator=generator)
@@ -187,7 +253,21 @@ class _Runner:
             images = images.contiguous(memory_format=torch.channels_last)
         self._images = images
         self._labels = torch.randint(0, model.num_classes, (config.batch_size,), device=device, generator=generator)
-        self._next_batch: Callable[[], Batch] = lambda: (self._images, self._labels)
+        return lambda: (self._images, self._labels)
+
+    def _prepare(self, model: ModelConfig) -> float:
+        """Compile (torch.compile) or capture (CUDA graph) the step now, timed: no window ever contains it. From
+        then on a recompilation (a new shape, a changed guard) is an error, not a silently slower window."""
+        start = time.perf_counter()
+        if model.cuda_graph:
+            self._train_step = _GraphedStep(self._parts.step, self._parts.optimizer, *self._next_batch())
+        else:
+            for _ in range(PREPARE_STEPS):
+                self.step()
+        self.sync()
+        if model.compile:
+            torch._dynamo.config.error_on_recompile = True
+        return time.perf_counter() - start
 
     @property
     def model(self) -> nn.Module:
@@ -222,7 +302,7 @@ class _Trainer:
         self._rank = int(os.environ.get("RANK", "0"))
         if config.batch_size % self._world:
             raise UsageError(f"batch size {config.batch_size} does not split evenly over {self._world} processes")
-        device, wrap = _join_world(_device(model))
+        device, wrap = _join_world(_device(model, config.loader, config.data))
         _prepare_device(device)
         self._device = device
         self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device, wrap)
@@ -267,9 +347,11 @@ class _Trainer:
         source = open_source(config.data)
 
         def loader(train: bool) -> torch.utils.data.DataLoader:
-            return _loader(source, self._local_batch, config.model, self._device, train, self._rank, self._world)
+            return _loader(source, self._local_batch, config.model, self._device, train, config.loader, self._rank,
+                           self._world)
 
-        self._train_batches = torch_pipeline.batches(loader(True), self._device, self._channels_last, endless=True)
+        self._model_config, self._loader_kind = config.model, config.loader
+        self._train_batches = _batches(loader(True), config.model, self._device, True, config.loader, endless=True)
         self._eval_loader = loader(False)
         self._cycle_eval = config.eval_steps is not None  # a given step count may need more than one pass
         self.steps_per_epoch = steps_for(count_examples(source, True), config.batch_size, config.steps_per_epoch)
@@ -342,8 +424,13 @@ class _Trainer:
     def _eval_batches(self) -> Iterator[Batch]:
         """This rank's share of the evaluation batches."""
         if self._real_data:
-            batches = torch_pipeline.batches(self._eval_loader, self._device, self._channels_last, self._cycle_eval)
-            yield from itertools.islice(batches, self.eval_steps) if self._cycle_eval else batches
+            batches = _batches(self._eval_loader, self._model_config, self._device, False, self._loader_kind,
+                               self._cycle_eval)
+            try:
+                yield from itertools.islice(batches, self.eval_steps) if self._cycle_eval else batches
+            finally:
+                if isinstance(batches, gpu_pipeline.GpuBatches):
+                    batches.close()  # its thread would otherwise go on preparing a pass nobody reads
             return
         eval_n = len(self._eval[1])
         for start in range(0, self._eval_total, self.global_batch):
@@ -419,7 +506,7 @@ class TorchEngine:
         }
 
     def make_runner(self, config: BenchConfig) -> _Runner:
-        device = _device(config.model)
+        device = _device(config.model, config.loader, config.data)
         _prepare_device(device)
         return _Runner(config, device)
 

@@ -5,16 +5,26 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Extra-P (`trainbench model`) pins numpy < 2: it gets an environment of its own, called as a program.
+EXTRAP_VENV := .venv-extrap
+EXTRAP_STAMP := $(EXTRAP_VENV)/.installed
 
 .PHONY: install demo test test-fast lint lint-shell lock clean-venv image-test
 
-install: $(STAMP)
+install: $(STAMP) $(EXTRAP_STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -c constraints.txt pip setuptools
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[tf,torch,dev]"
 	touch $(STAMP)
+
+# --no-deps: every package is listed with its version, and PySide6 (Extra-P's GUI, about 200 MB) is left out.
+$(EXTRAP_STAMP): constraints-extrap.txt
+	test -x $(EXTRAP_VENV)/bin/python || $(PYTHON) -m venv $(EXTRAP_VENV)
+	$(EXTRAP_VENV)/bin/python -m pip install --quiet --no-deps -r constraints-extrap.txt
+	$(EXTRAP_VENV)/bin/extrap --version
+	touch $(EXTRAP_STAMP)
 
 # The main job on an embedded default: a short throughput sweep on the CPU for both frameworks.
 demo: $(STAMP)
@@ -33,10 +43,10 @@ lint: lint-shell $(STAMP)
 # `make test`: lint, then every test (what CI's .ci/run calls). `make test-fast`: lint, then all but the tests marked
 # slow (end-to-end CLI runs and workers, ResNet-50, training, the adversarial table, real images): every module's
 # cheap tests in a few minutes while editing; run `make test` before handing work over.
-test: lint
+test: lint $(EXTRAP_STAMP)
 	$(BIN)/python -m pytest -q
 
-test-fast: lint
+test-fast: lint $(EXTRAP_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # Opt-in: the image built with podman (on a stand-in CUDA base) and run for real; root, several GB of downloads.
@@ -50,4 +60,4 @@ lock: $(STAMP)
 		> constraints.txt.new && mv constraints.txt.new constraints.txt
 
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(EXTRAP_VENV)

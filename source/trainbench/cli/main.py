@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "profile_cmd",
     "campaign_cmd",
     "variability_cmd",
+    "model_cmd",
 )
 
 

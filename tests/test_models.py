@@ -1,0 +1,235 @@
+"""Performance models (``trainbench model``) fitted by the real Extra-P (.venv-extrap, made by the Makefile)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.conftest import assert_one_line_error, run_cli
+from trainbench.analysis import extrap
+from trainbench.analysis.measurements import COLUMNS, GPU_STEP, KERNEL_PREFIX, TRAIN_STEP, gather
+from trainbench.analysis.models import curve, evaluate, fit, measured
+from trainbench.bench.store import ThroughputRun
+from trainbench.errors import UsageError
+from trainbench.results.files import write_json_atomic
+from trainbench.results.records import BatchResult, Status
+
+BATCHES, GPUS = (8, 16, 32, 64, 128), (1, 2, 4, 8, 16)
+
+
+def known(batch_size: float, gpus: float) -> float:
+    return 0.012 + 0.0021 * batch_size + 0.004 * math.log2(gpus)
+
+
+def points_of(function, parameters: dict[str, tuple[float, ...]], noise: float = 0.02, repetitions: int = 5,
+              seed: int = 0) -> pd.DataFrame:
+    """A tidy measurements table: every combination of the parameters' values, repetitions with relative noise."""
+    rng = np.random.default_rng(seed)
+    names = list(parameters)
+    grid = pd.MultiIndex.from_product(list(parameters.values()), names=names).to_frame(index=False)
+    rows = []
+    for _, at in grid.iterrows():
+        true = function(**at.to_dict())
+        for _ in range(repetitions):
+            rows.append({"config": "synthetic", "region": TRAIN_STEP, "batch_size": 32, "gpus": 1, "image_size": 224,
+                         **at.to_dict(), "metric": "step_time", "value": true * (1 + rng.normal(0, noise)),
+                         "source": "generated"})
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def terms(function: str) -> set[str]:
+    """The non-constant terms of an Extra-P function text: 'c + c * x^(1) + c * log2(y)^(1)' -> {x^(1), ...}."""
+    return {part.split(" * ", 1)[1].strip() for part in function.replace(" - ", " + ").split(" + ") if " * " in part}
+
+
+def test_a_known_function_is_recovered_with_its_true_terms() -> None:
+    """0.012 + 0.0021 b + 0.004 log2 g, 5 repetitions with 2 % noise: the true terms, and within 5 % everywhere."""
+    (model,) = fit(points_of(known, {"batch_size": BATCHES, "gpus": GPUS}), ["batch_size", "gpus"], ["step_time"])
+    assert terms(model.function) == {"batch_size^(1)", "log2(gpus)^(1)"}
+    for batch in BATCHES:
+        for gpus in GPUS:
+            assert model(batch_size=batch, gpus=gpus) == pytest.approx(known(batch, gpus), rel=0.05)
+    assert model.smape < 5 and model.adjusted_r2 > 0.99 and model.values == 125
+    assert model.points == {"batch_size": [float(b) for b in BATCHES], "gpus": [float(g) for g in GPUS]}
+    assert model.warnings == []
+
+
+def test_strong_scaling_finds_the_negative_exponent() -> None:
+    """A fixed global batch split over g GPUs: 0.01 + 2 / g. Only with negative exponents allowed is it found."""
+    points = points_of(lambda gpus: 0.01 + 2.0 / gpus, {"gpus": (1, 2, 4, 8, 16, 32)})
+    (strong,) = fit(points, ["gpus"], ["step_time"], strong_scaling=True)
+    (plain,) = fit(points, ["gpus"], ["step_time"])
+    assert terms(strong.function) == {"gpus^(-1)"}
+    assert strong(gpus=64) == pytest.approx(0.01 + 2 / 64, rel=0.1)
+    assert strong.smape < 5 < plain.smape
+
+
+def test_predictions_say_when_they_extrapolate() -> None:
+    points = points_of(known, {"batch_size": BATCHES, "gpus": GPUS})
+    requests = [{"batch_size": 512, "gpus": 16}, {"batch_size": 64, "gpus": 4}, {"gpus": 2}]
+    (model,) = fit(points, ["batch_size", "gpus"], ["step_time"], requests=requests)
+    far, inside = model.predictions  # the request without batch_size names another set of parameters
+    assert far.extrapolated == ["batch_size"] and inside.extrapolated == []
+    assert far.value == pytest.approx(known(512, 16), rel=0.05)
+    assert inside.value == pytest.approx(model(batch_size=64, gpus=4))
+
+
+def test_few_points_and_a_constant_parameter_are_warned_about() -> None:
+    points = points_of(lambda batch_size: 0.01 + 0.002 * batch_size, {"batch_size": (8, 16, 32)})
+    (model,) = fit(points, ["batch_size", "gpus"], ["step_time"])
+    assert model.parameters == ["batch_size"]
+    assert any("gpus takes one value" in warning for warning in model.warnings)
+    assert any("3 measured values, fewer than Extra-P's minimum of 5" in warning for warning in model.warnings)
+
+
+def test_each_configuration_gets_its_own_model() -> None:
+    slow = points_of(lambda batch_size: 0.02 + 0.004 * batch_size, {"batch_size": BATCHES})
+    fast = points_of(lambda batch_size: 0.01 + 0.001 * batch_size, {"batch_size": BATCHES}).assign(config="fast")
+    models = fit(pd.concat([slow, fast]), ["batch_size"], ["step_time"])
+    by_config = {model.config: model for model in models}
+    assert by_config["fast"](batch_size=64) == pytest.approx(0.01 + 0.064, rel=0.05)
+    assert by_config["synthetic"](batch_size=64) == pytest.approx(0.02 + 0.256, rel=0.05)
+
+
+def test_plot_tables_follow_the_model_and_the_measurements() -> None:
+    points = points_of(known, {"batch_size": BATCHES, "gpus": (1, 4)})
+    (model,) = fit(points, ["batch_size", "gpus"], ["step_time"])
+    table = measured(model, points)
+    assert len(table) == 10 and (table["count"] == 5).all()
+    assert (table["min"] <= table["median"]).all() and (table["median"] <= table["max"]).all()
+    line = curve(model)
+    assert set(line["gpus"]) == {1.0, 4.0} and line["batch_size"].min() == 8 and line["batch_size"].max() == 128
+    row = line.iloc[7]
+    assert row["value"] == pytest.approx(model(batch_size=row["batch_size"], gpus=row["gpus"]))
+
+
+@pytest.mark.parametrize("expression", ["__import__('os').system('true')", "gpus.real", "open('x')", "[1][0]",
+                                        "gpus if gpus else 1"])
+def test_model_functions_are_evaluated_never_executed(expression: str) -> None:
+    with pytest.raises(ValueError, match="not a model function"):
+        evaluate(expression, {"gpus": 2.0})
+
+
+def test_extra_p_s_python_form_evaluates() -> None:
+    assert evaluate("0.5+2*batch_size**(1)*log2(gpus)**(2)-gpus**(-1)", {"batch_size": 3, "gpus": 4}) == \
+        pytest.approx(0.5 + 2 * 3 * 4 - 0.25)
+
+
+# --- from run folders -------------------------------------------------------------------------------------------
+
+
+def write_run(folder: Path, rates: dict[int, list[float]], world: int = 1, framework: str = "torch") -> Path:
+    """A throughput run folder as the suite writes it (ThroughputRun), with each batch size's window rates."""
+    header = {"framework": framework, "precision": "fp32", "image_size": 64, "data": "synthetic", "device": "cpu",
+              "model": {"framework": framework, "compile": False}, "launch": {"processes_per_node": world}}
+    (folder / "logs").mkdir(parents=True)  # as create_run_dir leaves a run folder
+    store = ThroughputRun(folder, header)
+    for batch, windows in rates.items():
+        store.add(BatchResult(batch, Status.OK, None, {"images_per_sec": sum(windows) / len(windows),
+                                                       "window_images_per_sec": windows, "world_size": world}))
+    store.add(BatchResult.failed(999, Status.OOM, "out of memory"))
+    return folder
+
+
+def test_gather_keeps_every_window_and_skips_unfinished_campaign_runs(tmp_path: Path) -> None:
+    write_run(tmp_path / "run_0_a_ret_0", {8: [100.0, 80.0], 16: [160.0]}, world=2)
+    write_run(tmp_path / "run_1_a_inprogress", {8: [1.0]})
+    table = gather([tmp_path])
+    steps = table[table["metric"] == "step_time"].sort_values(["batch_size", "value"])
+    assert steps["batch_size"].tolist() == [8, 8, 16] and (steps["gpus"] == 2).all()
+    assert steps["value"].tolist() == pytest.approx([8 * 2 / 100, 8 * 2 / 80, 16 * 2 / 160])
+    assert set(table["config"]) == {"torch fp32 cpu synthetic"} and (table["image_size"] == 64).all()
+
+
+def test_nsys_profiles_give_step_and_kernel_regions(tmp_path: Path) -> None:
+    profile = tmp_path / "profiled_data_nsys"
+    profile.mkdir()
+    results = []
+    for batch in (8, 16):
+        kernels = [{"name": f"k{i}", "total_ns": batch * 1e6 * (i + 1), "instances": 3} for i in range(7)]
+        write_json_atomic(profile / f"batch_{batch}.timeline.json",
+                          {"step_gpu_ms": [batch * 1.0, batch * 1.1], "top_kernels": kernels})
+        results.append(BatchResult(batch, Status.OK, None, {"gpu_busy_fraction": 0.5}).to_row())
+    write_json_atomic(profile / "profile.json", {"profiler": "nsys", "model": {"framework": "torch",
+                      "precision": "bf16", "device": "cuda", "image_size": 224}, "results": results})
+    table = gather([tmp_path])
+    step = table[table["region"] == GPU_STEP]
+    assert sorted(step["value"]) == pytest.approx([0.008, 0.0088, 0.016, 0.0176])
+    kernels = sorted(set(table["region"]) - {GPU_STEP})
+    assert kernels == [f"{KERNEL_PREFIX}k{i}" for i in range(2, 7)]  # the five with the most time
+    k6 = table[(table["region"] == f"{KERNEL_PREFIX}k6") & (table["batch_size"] == 16)]["value"]
+    assert k6.tolist() == pytest.approx([16e6 * 7 / 1e9 / 2])  # GPU time per step
+    assert table["config"].iloc[0] == "torch bf16 cuda synthetic under nsys"
+
+
+# --- the command ----------------------------------------------------------------------------------------------
+
+
+def test_model_command_writes_model_json_plot_and_extrap_files(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    rates = {b: [b / (0.02 + 0.001 * b) * (1 + rng.normal(0, 0.01)) for _ in range(3)] for b in (2, 4, 8, 16, 32)}
+    write_run(tmp_path / "runs" / "one", rates)
+    done = run_cli("model", str(tmp_path / "runs"), "--predict", "batch_size=64", "--output", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    out = Path(done.stdout.strip().splitlines()[-1])
+    assert "SMAPE" in done.stdout and "(extrapolated: batch_size beyond the measured range)" in done.stdout
+    saved = json.loads((out / "model.json").read_text())
+    (model,) = saved["models"]
+    assert model["metric"] == "step_time" and model["values"] == 15
+    assert model["predictions"][0]["value"] == pytest.approx(0.02 + 0.064, rel=0.05)
+    assert (out / "model.png").read_bytes().startswith(b"\x89PNG")
+    assert (out / "extrap_batch_size.jsonl").is_file() and (out / "extrap_batch_size.extra-p").is_file()
+    assert len((out / "measurements.csv").read_text().splitlines()) == 1 + 15 * 2  # step_time and images/s
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    (["--param", "nodes"], ["--param", "unknown parameter 'nodes'"]),
+    (["--metric", "speed"], ["--metric", "'speed'"]),
+    (["--predict", "batch_size"], ["--predict", "PARAMETER=NUMBER"]),
+    (["--predict", "batch_size=-3"], ["--predict", "above 0"]),
+    (["--param", "batch_size,batch_size"], ["more than once"]),
+])
+def test_bad_options_are_one_line(tmp_path: Path, args: list[str], fragments: list[str]) -> None:
+    assert_one_line_error(run_cli("model", str(tmp_path), *args), *fragments)
+
+
+def test_a_folder_without_runs_is_one_line(tmp_path: Path) -> None:
+    assert_one_line_error(run_cli("model", str(tmp_path), "--output", str(tmp_path / "o")), str(tmp_path),
+                          "no measured batch size")
+    assert_one_line_error(run_cli("model", str(tmp_path / "nope")), "no such folder")
+
+
+def test_missing_extra_p_is_one_line_saying_how_to_get_it(tmp_path: Path) -> None:
+    write_run(tmp_path / "run", {b: [10.0 * b] for b in (2, 4, 8, 16, 32)})
+    done = run_cli("model", str(tmp_path / "run"), "--output", str(tmp_path / "o"),
+                   env={extrap.EXTRAP_ENV: str(tmp_path / "no-extrap")})
+    assert_one_line_error(done, "no such program")
+
+
+def test_extrap_failure_names_its_input(tmp_path: Path) -> None:
+    bad = tmp_path / "in.jsonl"
+    bad.write_text("{not json\n")
+    with pytest.raises(UsageError, match=r"in\.jsonl: Extra-P made no model"):
+        extrap.run(bad, 1)
+
+
+@pytest.mark.slow
+def test_a_real_cpu_sweep_of_five_batch_sizes_gives_a_model_and_a_plot(tmp_path: Path) -> None:
+    sweep = run_cli("throughput", "--framework", "torch", "--device", "cpu", "--batch-sizes", "2,4,6,8,12",
+                    "--image-size", "32", "--num-classes", "10", "--warmup", "2", "--steps", "3", "--repeats", "2",
+                    "--output", str(tmp_path / "runs"))
+    assert sweep.returncode == 0, sweep.stdout + sweep.stderr
+    done = run_cli("model", str(tmp_path / "runs"), "--metric", "step_time,images_per_sec", "--predict",
+                   "batch_size=16", "--output", str(tmp_path / "models"))
+    assert done.returncode == 0, done.stderr
+    saved = json.loads((Path(done.stdout.strip().splitlines()[-1]) / "model.json").read_text())
+    assert [model["metric"] for model in saved["models"]] == ["step_time", "images_per_sec"]
+    for model in saved["models"]:
+        assert model["points"]["batch_size"] == [2.0, 4.0, 6.0, 8.0, 12.0] and model["values"] == 10
+        assert math.isfinite(model["smape"]) and model["predictions"][0]["extrapolated"] == ["batch_size"]
+    assert (Path(done.stdout.strip().splitlines()[-1]) / "model.png").stat().st_size > 10_000

@@ -85,12 +85,14 @@ def test_big_layers_depend_on_the_pins_and_requirements_only() -> None:
     before = final[:suite_copy]
     copies = [line for line in before if line.startswith("COPY ")]
     assert copies == ["COPY docker/with_build_ca.sh /usr/local/bin/with-build-ca", "COPY constraints.txt ./",
-                      "COPY --from=requirements /tmp/requirements.txt /tmp/requirements.txt"]
+                      "COPY --from=requirements /tmp/requirements.txt /tmp/requirements.txt",
+                      "COPY constraints-extrap.txt ./"]
     downloads = [line for line in before if line.startswith("RUN ") and "pip install" in line]
-    assert len(downloads) == 4, "venv tools, torch, the requirements, TensorFlow's CUDA 12 wheels"
+    assert len(downloads) == 5, "venv tools, torch, the requirements, TensorFlow's CUDA 12 wheels, Extra-P"
     for line in downloads:
         assert line.startswith("RUN --mount=type=secret,id=ca_bundle "), line
-        assert re.search(r"with-build-ca pip install --no-cache-dir (-c constraints\.txt|--no-deps)", line), line
+        assert re.search(r"with-build-ca (/opt/extrap/bin/)?pip install --no-cache-dir (-c constraints\.txt|--no-deps)",
+                         line), line
     # pyproject.toml reaches only the requirements stage; the suite's install downloads nothing.
     assert [line for line in instructions(DOCKER_TEXT) if "pyproject.toml" in line and line.startswith("COPY")] == \
         ["COPY pyproject.toml /tmp/pyproject.toml"]

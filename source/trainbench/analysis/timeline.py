@@ -1,9 +1,9 @@
-"""GPU timeline of a profiled training window, from an Nsight Systems SQLite export, as pandas DataFrames.
+"""GPU timeline of a profiled window, from an Nsight Systems SQLite export, as pandas DataFrames.
 
-Input: ``nsys export --type sqlite`` of a run whose harness marks each iteration with an NVTX range ``step:N``
-(and the whole window with ``epoch:N``, not used here). Tables read: ``CUPTI_ACTIVITY_KIND_KERNEL`` (required),
-``CUPTI_ACTIVITY_KIND_MEMCPY``/``_MEMSET``/``_RUNTIME``, ``NVTX_EVENTS`` and ``StringIds``. nsys creates tables
-lazily, so a missing optional table means "no such activity", never an error. Times are nanoseconds.
+Input: ``nsys export --type sqlite`` of any release, read by :mod:`trainbench.analysis.nsys_export` (tables,
+columns and refusals live there). The suite's harness marks each iteration with an NVTX range ``step:N`` (and the
+whole window with ``epoch:N``); captures made by others name their steps otherwise, hence a pattern saying which
+NVTX ranges are steps (:data:`STEP_PATTERN` by default). Times are nanoseconds.
 
 Busy time is always a union of intervals: kernels of concurrent streams overlap, and summing their durations
 would count the same nanosecond twice (``kernel_ns_sum`` in :func:`summarize` is that sum, for contrast). All
@@ -12,59 +12,42 @@ devices share one timeline: with several GPUs in one export, "busy" means "some 
 
 from __future__ import annotations
 
+import re
 import sqlite3
-from contextlib import closing
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from trainbench.analysis.nsys_export import (
+    MEMCPY_TABLE,
+    MEMSET_TABLE,
+    ExportError,
+    export_info,
+    kernel_rows,
+    launch_rows,
+    memory_rows,
+    nvtx_ranges,
+    open_export,
+    reading,
+)
 from trainbench.errors import UsageError
 
-KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
-MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
-MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
-RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
-NVTX_TABLE = "NVTX_EVENTS"
+__all__ = ["AUTOMATIC", "STEP_PATTERN", "WindowChoice", "analysis_window", "compare_files", "kernels",
+           "matching_ranges", "memory_ops", "merged_busy_ns", "open_export", "parse_window", "step_gpu_time",
+           "step_pattern", "step_ranges", "straggler", "summarize", "top_kernels"]
 
-# NVTX eventType values of ranges: 59 push/pop, 60 start/end (34, a mark, has no duration).
-_NVTX_RANGE_TYPES = (59, 60)
-# globalPid/globalTid keep the process in the bits above the low 24 (the thread id); dividing drops the thread.
-_PROCESS_DIVISOR = 0x1000000
+# The suite's step ranges; the group is the step's number, and ranges of one number (several threads) are one step.
+STEP_PATTERN = r"step:(\d+)"
 
 _KERNEL_COLUMNS = ["start", "end", "duration_ns", "device", "stream", "name"]
 _MEMORY_COLUMNS = ["start", "end", "duration_ns", "device", "stream", "kind", "bytes"]
 _TOP_COLUMNS = ["name", "total_ns", "instances", "mean_ns", "share"]
-
-
-def open_export(path: str | Path) -> sqlite3.Connection:
-    """Read-only connection to an nsys SQLite export; :class:`UsageError` naming the file when it is not one."""
-    file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"{path}: {'not a file' if file.exists() else 'no such file'}")
-    # A URI so that mode=ro holds: opening must never create or modify the export.
-    conn = sqlite3.connect(f"{file.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        has_kernels = _has_table(conn, KERNEL_TABLE)
-    except sqlite3.DatabaseError as error:  # sqlite only reads the header on the first query
-        conn.close()
-        problem = f"not an SQLite database ({error}); expected `nsys export --type sqlite` output"
-        raise UsageError(f"{path}: {problem}") from None
-    if not has_kernels:
-        conn.close()
-        raise UsageError(f"{path}: no {KERNEL_TABLE} table; was the run profiled with CUDA tracing (nsys -t cuda)?")
-    return conn
-
-
-def _has_table(conn: sqlite3.Connection, table: str) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
-    return row is not None
-
-
-def _frame(conn: sqlite3.Connection, sql: str, dtypes: dict[str, str]) -> pd.DataFrame:
-    # Explicit dtypes: an empty result would otherwise come back as object columns.
-    rows = conn.execute(sql).fetchall()
-    return pd.DataFrame.from_records(rows, columns=list(dtypes)).astype(dtypes)
+_RANGE_DTYPES = {"step": "int64", "name": "object", "start": "int64", "end": "int64"}
 
 
 def _with_duration(frame: pd.DataFrame) -> pd.DataFrame:
@@ -74,21 +57,9 @@ def _with_duration(frame: pd.DataFrame) -> pd.DataFrame:
 
 # --- raw activity -------------------------------------------------------------------------------------------
 
-_KERNEL_SQL = f"""
-SELECT k.start, k."end", k.deviceId, k.streamId, COALESCE(d.value, s.value, '<unnamed>'),
-       k.correlationId, k.globalPid / {_PROCESS_DIVISOR}
-FROM {KERNEL_TABLE} AS k
-LEFT JOIN StringIds AS d ON d.id = k.demangledName
-LEFT JOIN StringIds AS s ON s.id = k.shortName
-ORDER BY k.start
-"""
-_KERNEL_DTYPES = {"start": "int64", "end": "int64", "device": "int64", "stream": "int64", "name": "object",
-                  "correlation": "int64", "process": "int64"}
-
-
 def _kernel_rows(conn: sqlite3.Connection) -> pd.DataFrame:
     """Kernels with the columns of :func:`kernels` plus ``correlation`` and ``process`` to find the launch."""
-    return _with_duration(_frame(conn, _KERNEL_SQL, _KERNEL_DTYPES))
+    return _with_duration(kernel_rows(conn))
 
 
 def kernels(conn: sqlite3.Connection) -> pd.DataFrame:
@@ -96,44 +67,79 @@ def kernels(conn: sqlite3.Connection) -> pd.DataFrame:
     return _kernel_rows(conn)[_KERNEL_COLUMNS]
 
 
-def _memory_table(conn: sqlite3.Connection, table: str) -> pd.DataFrame:
-    dtypes = {"start": "int64", "end": "int64", "device": "int64", "stream": "int64", "bytes": "int64"}
-    if not _has_table(conn, table):
-        return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in dtypes.items()})
-    sql = f'SELECT start, "end", deviceId, streamId, bytes FROM {table}'
-    return _frame(conn, sql, dtypes)
-
-
 def memory_ops(conn: sqlite3.Connection) -> pd.DataFrame:
     """Memcpys and memsets, by start: start, end, duration_ns, device, stream, kind ('memcpy'|'memset'), bytes."""
-    parts = [_memory_table(conn, MEMCPY_TABLE).assign(kind="memcpy"),
-             _memory_table(conn, MEMSET_TABLE).assign(kind="memset")]
+    parts = [memory_rows(conn, MEMCPY_TABLE).assign(kind="memcpy"),
+             memory_rows(conn, MEMSET_TABLE).assign(kind="memset")]
     frame = pd.concat(parts, ignore_index=True).sort_values("start", kind="stable", ignore_index=True)
     return _with_duration(frame)[_MEMORY_COLUMNS]
 
 
-_STEP_SQL = f"""
-SELECT n.start, n."end", COALESCE(NULLIF(n.text, ''), s.value)
-FROM {NVTX_TABLE} AS n LEFT JOIN StringIds AS s ON s.id = n.textId
-WHERE n.eventType IN {_NVTX_RANGE_TYPES} AND n."end" >= n.start
-  AND COALESCE(NULLIF(n.text, ''), s.value) LIKE 'step:%'
-"""
+# --- which NVTX ranges are steps ----------------------------------------------------------------------------
+
+def step_pattern(text: str) -> re.Pattern[str]:
+    """``text`` compiled as a regular expression; :class:`UsageError` when it is not one."""
+    try:
+        return re.compile(text)
+    except re.error as error:
+        raise UsageError(f"not a regular expression: {text!r} ({error})") from None
 
 
-def step_ranges(conn: sqlite3.Connection) -> pd.DataFrame:
-    """CPU-side NVTX ranges named ``step:N``, by step: step, start, end.
+# Characters that stand for themselves at the start of a pattern (outside a class, without the verbose flag).
+_LITERAL = frozenset(string.ascii_letters + string.digits + ":_-/ =@,")
+
+
+def _literal_prefix(pattern: str) -> str:
+    """A prefix of every name that ``pattern`` matches whole, to narrow the NVTX query ("" when none is sure)."""
+    if "|" in pattern:  # an alternative could match without the prefix
+        return ""
+    length = 0
+    while length < len(pattern) and pattern[length] in _LITERAL:
+        length += 1
+    if length < len(pattern) and pattern[length] in "?*{":  # a quantifier makes the last character optional
+        length -= 1
+    return pattern[:max(length, 0)]
+
+
+def _steps_from(ranges: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Ranges (by start) with the key of their step merged into steps: all-digit keys are the steps' numbers,
+    otherwise steps are numbered from 0 in the order they start."""
+    if ranges.empty:
+        return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in _RANGE_DTYPES.items()})
+    numbered = all(key.isdigit() for key in keys)
+    keyed = ranges.assign(key=[int(key) for key in keys] if numbered else keys)
+    steps = keyed.groupby("key", sort=False).agg(name=("name", "first"), start=("start", "min"),
+                                                 end=("end", "max"))
+    steps = steps.reset_index().sort_values("key" if numbered else "start", kind="stable", ignore_index=True)
+    steps["step"] = steps["key"] if numbered else range(len(steps))
+    return steps[list(_RANGE_DTYPES)].astype(_RANGE_DTYPES)
+
+
+def matching_ranges(conn: sqlite3.Connection, pattern: str = STEP_PATTERN) -> pd.DataFrame:
+    """The steps that NVTX ranges named by ``pattern`` (a regular expression matching the whole name) mark, by
+    step: step, name, start, end.
+
+    The pattern's first group, when it has one, says which step a range belongs to: ranges with the same group
+    text (a step recorded on several threads or ranks) are one step, from the first start to the last end, and a
+    group of digits is the step's number (``step:(\\d+)``). Without a group every range is a step of its own. Steps
+    are numbered from 0 in the order they start unless their groups are all digits.
+    """
+    compiled = step_pattern(pattern)
+    ranges = nvtx_ranges(conn, _literal_prefix(pattern))
+    matches = [compiled.fullmatch(name) for name in ranges["name"]]
+    found = ranges[[match is not None for match in matches]]
+    hits = [match for match in matches if match is not None]
+    keys = [(hit.group(1) or "") if compiled.groups else str(i) for i, hit in enumerate(hits)]
+    return _steps_from(found, keys)
+
+
+def step_ranges(conn: sqlite3.Connection, pattern: str = STEP_PATTERN) -> pd.DataFrame:
+    """CPU-side NVTX ranges of the steps (``step:N`` by default), by step: step, start, end.
 
     A step recorded more than once (several threads or ranks) spans from its first start to its last end; ranges
-    left open at the end of the capture (no end time) are dropped.
+    left open at the end of the capture (no end time) are dropped. See :func:`matching_ranges` for ``pattern``.
     """
-    if not _has_table(conn, NVTX_TABLE):
-        return pd.DataFrame({"step": pd.Series(dtype="int64"), "start": pd.Series(dtype="int64"),
-                             "end": pd.Series(dtype="int64")})
-    ranges = _frame(conn, _STEP_SQL, {"start": "int64", "end": "int64", "name": "object"})
-    # LIKE only narrows; the exact form is checked here so that "step:3b" or "step:" is not a step.
-    steps = ranges[ranges["name"].str.fullmatch(r"step:\d+").astype(bool)]
-    steps = steps.assign(step=steps["name"].str.slice(len("step:")).astype("int64"))
-    return steps.groupby("step", sort=True).agg(start=("start", "min"), end=("end", "max")).reset_index()
+    return matching_ranges(conn, pattern)[["step", "start", "end"]]
 
 
 # --- interval arithmetic ------------------------------------------------------------------------------------
@@ -175,7 +181,40 @@ def _clipped(frame: pd.DataFrame, window: tuple[int, int]) -> pd.DataFrame:
     return cut.assign(duration_ns=cut["end"] - cut["start"])
 
 
-# --- the window and the steps -------------------------------------------------------------------------------
+def _collective(names: pd.Series) -> pd.Series:
+    # NCCL's kernels (ncclKernel_*, ncclDevKernel_*) spin on the GPU until every rank has arrived: on the ranks
+    # that wait for a straggler they are busy doing nothing.
+    return names.str.contains("nccl", case=False, regex=False).astype(bool)
+
+
+# --- the window ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WindowChoice:
+    """The part of the timeline to analyse: chosen automatically (neither field), the NVTX range(s) named
+    ``nvtx_name`` (from the first start to the last end), or ``bounds`` [start, end) in ns on the export's
+    timeline."""
+
+    nvtx_name: str | None = None
+    bounds: tuple[int, int] | None = None
+
+
+AUTOMATIC = WindowChoice()
+
+
+def parse_window(text: str) -> WindowChoice:
+    """``nvtx:NAME`` or ``START:END`` (ns, 0 <= START < END); :class:`UsageError` saying what is expected."""
+    if text.startswith("nvtx:"):
+        if text == "nvtx:":
+            raise UsageError("nvtx: needs the name of a range, e.g. nvtx:epoch:0")
+        return WindowChoice(nvtx_name=text[len("nvtx:"):])
+    start, colon, end = text.partition(":")
+    if not (colon and start.strip().isdigit() and end.strip().isdigit()):
+        raise UsageError(f"expected nvtx:NAME or START:END in ns, got {text!r}")
+    if int(start) >= int(end):
+        raise UsageError(f"START must be below END, got {text!r}")
+    return WindowChoice(bounds=(int(start), int(end)))
+
 
 def _window(steps: pd.DataFrame, gpu: list[pd.DataFrame]) -> tuple[int, int]:
     gpu_starts = [int(frame["start"].min()) for frame in gpu if not frame.empty]
@@ -199,14 +238,39 @@ def analysis_window(conn: sqlite3.Connection) -> tuple[int, int]:
     return _window(step_ranges(conn), [kernels(conn), memory_ops(conn)])
 
 
+def _range_names(conn: sqlite3.Connection) -> str:
+    names = nvtx_ranges(conn)["name"].drop_duplicates().tolist()
+    if not names:
+        return "the export has no closed NVTX range"
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return f"its ranges: {', '.join(repr(name) for name in names[:5])}{more}"
+
+
+def _named_window(conn: sqlite3.Connection, name: str) -> tuple[int, int]:
+    ranges = nvtx_ranges(conn, name)
+    named = ranges[ranges["name"] == name]
+    if named.empty:
+        raise ExportError(f"no closed NVTX range named {name!r} ({_range_names(conn)})")
+    return int(named["start"].min()), int(named["end"].max())
+
+
+def _chosen_window(conn: sqlite3.Connection, choice: WindowChoice, steps: pd.DataFrame,
+                   gpu: list[pd.DataFrame]) -> tuple[tuple[int, int], str]:
+    """The window's bounds and where they come from: given, an NVTX range, the steps, or the GPU's activity."""
+    if choice.bounds is not None:
+        return choice.bounds, "given"
+    if choice.nvtx_name is not None:
+        return _named_window(conn, choice.nvtx_name), f"nvtx:{choice.nvtx_name}"
+    return _window(steps, gpu), "steps" if not steps.empty else "GPU activity"
+
+
+# --- steps --------------------------------------------------------------------------------------------------
+
 def _launch_times(conn: sqlite3.Connection, rows: pd.DataFrame) -> pd.Series:
     """CPU time of the runtime call that launched each kernel; the kernel's own start where none is recorded."""
-    if not _has_table(conn, RUNTIME_TABLE):
+    calls = launch_rows(conn)
+    if calls is None:
         return rows["start"]
-    # correlationId is unique only within a process, hence the process in the key; MIN guards against repeats.
-    sql = (f"SELECT globalTid / {_PROCESS_DIVISOR}, correlationId, MIN(start) FROM {RUNTIME_TABLE} "
-           "GROUP BY 1, 2")
-    calls = _frame(conn, sql, {"process": "int64", "correlation": "int64", "launch": "int64"})
     launches = rows[["process", "correlation"]].merge(calls, how="left", on=["process", "correlation"])
     return pd.Series(launches["launch"].to_numpy(), index=rows.index).fillna(rows["start"]).astype("int64")
 
@@ -232,7 +296,7 @@ def _step_gpu(rows: pd.DataFrame, launch: pd.Series, steps: pd.DataFrame) -> pd.
     return result.reset_index(drop=True)
 
 
-def step_gpu_time(conn: sqlite3.Connection) -> pd.DataFrame:
+def step_gpu_time(conn: sqlite3.Connection, pattern: str = STEP_PATTERN) -> pd.DataFrame:
     """GPU busy time (union of its kernels, ns) and kernel count of each step, by step: step, gpu_busy_ns, kernels.
 
     A kernel belongs to the step whose CPU range contains the start of the runtime call that launched it
@@ -240,8 +304,19 @@ def step_gpu_time(conn: sqlite3.Connection) -> pd.DataFrame:
     step's range. Without a runtime record the kernel's own start decides. Steps without kernels have zeros.
     """
     rows = _kernel_rows(conn)
-    return _step_gpu(rows, _launch_times(conn, rows), step_ranges(conn))
+    return _step_gpu(rows, _launch_times(conn, rows), step_ranges(conn, pattern))
 
+
+def _per_step(rows: pd.DataFrame, launch: pd.Series, steps: pd.DataFrame) -> pd.DataFrame:
+    """:func:`_step_gpu` with the steps' names and ranges, and their busy time outside collective kernels."""
+    every = _step_gpu(rows, launch, steps)
+    computing = ~_collective(rows["name"])
+    compute = _step_gpu(rows[computing], launch[computing], steps)
+    return steps.reset_index(drop=True).assign(gpu_busy_ns=every["gpu_busy_ns"],
+                                               compute_busy_ns=compute["gpu_busy_ns"], kernels=every["kernels"])
+
+
+# --- top kernels --------------------------------------------------------------------------------------------
 
 def _top(rows: pd.DataFrame, window: tuple[int, int], n: int) -> pd.DataFrame:
     inside = _clipped(rows, window)
@@ -264,34 +339,74 @@ def top_kernels(conn: sqlite3.Connection, n: int = 10) -> pd.DataFrame:
 
 # --- the summary --------------------------------------------------------------------------------------------
 
-def summarize(path: str | Path) -> dict:
-    """Window, GPU busy time, memory traffic and per-step GPU time of an export, as plain JSON-ready values.
+def _median_ms(values_ns: pd.Series) -> float | None:
+    return float(np.median(values_ns)) / 1e6 if len(values_ns) else None
 
-    Kernels and memory ops are cut to :func:`analysis_window`; ``kernels`` counts those that overlap it and
-    ``memcpy_bytes`` sums the whole size of each memcpy that does. ``step_gpu_ms`` follows step order.
-    """
-    with closing(open_export(path)) as conn:
-        rows, memory, steps = _kernel_rows(conn), memory_ops(conn), step_ranges(conn)
-        per_step = _step_gpu(rows, _launch_times(conn, rows), steps)
-    window = _window(steps, [rows, memory])
+
+def _busy_fields(rows: pd.DataFrame, window: tuple[int, int]) -> dict[str, Any]:
     window_ns = window[1] - window[0]
     busy = merged_busy_ns(rows, *window)
     in_window = _clipped(rows, window)
-    memcpy = memory[memory["kind"] == "memcpy"]
-    step_ms = (per_step["gpu_busy_ns"] / 1e6).tolist()
     return {
         "window_ns": int(window_ns),
         "gpu_busy_ns": busy,
         "gpu_busy_fraction": busy / window_ns if window_ns else 0.0,
         "kernel_ns_sum": int(in_window["duration_ns"].sum()),
-        "memcpy_ns": merged_busy_ns(memcpy, *window),
-        "memset_ns": merged_busy_ns(memory[memory["kind"] == "memset"], *window),
-        "memcpy_bytes": int(_clipped(memcpy, window)["bytes"].sum()),
-        "steps": len(steps),
-        "step_gpu_ms_median": float(np.median(step_ms)) if step_ms else None,
-        "step_gpu_ms": [float(ms) for ms in step_ms],
+        "compute_busy_ns": merged_busy_ns(rows[~_collective(rows["name"])], *window),
         "kernels": len(in_window),
-        "top_kernels": _records(_top(rows, window, 10)),
+    }
+
+
+def _memory_fields(memory: pd.DataFrame, window: tuple[int, int]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for kind in ("memcpy", "memset"):
+        ops = memory[memory["kind"] == kind]
+        inside = _clipped(ops, window)
+        fields |= {f"{kind}_ns": merged_busy_ns(ops, *window), f"{kind}_bytes": int(inside["bytes"].sum()),
+                   f"{kind}s": len(inside)}
+    return fields
+
+
+def _step_fields(per_step: pd.DataFrame) -> dict[str, Any]:
+    step_ms = (per_step["gpu_busy_ns"] / 1e6).tolist()
+    records = per_step.rename(columns={"start": "start_ns", "end": "end_ns"})
+    return {
+        "steps": len(per_step),
+        "step_gpu_ms_median": _median_ms(per_step["gpu_busy_ns"]),
+        "step_compute_ms_median": _median_ms(per_step["compute_busy_ns"]),
+        "step_gpu_ms": [float(ms) for ms in step_ms],
+        "per_step": _records(records),
+    }
+
+
+def _starting_in(steps: pd.DataFrame, window: tuple[int, int]) -> pd.DataFrame:
+    return steps[(steps["start"] >= window[0]) & (steps["start"] < window[1])]
+
+
+def summarize(path: str | Path, *, window: WindowChoice = AUTOMATIC, range_pattern: str = STEP_PATTERN,
+              top: int = 10) -> dict[str, Any]:
+    """Window, GPU busy time, memory traffic, per-step GPU time and top kernels of an export, as JSON-ready values.
+
+    Kernels and memory ops are cut to the window (:func:`analysis_window` unless ``window`` says otherwise; with a
+    chosen window the steps are those that start in it); ``kernels``, ``memcpys`` and ``memsets`` count those that
+    overlap it and ``*_bytes`` sum the whole size of each. ``compute_busy_ns`` and ``step_compute_ms_median`` leave
+    collective (NCCL) kernels out. ``step_gpu_ms`` and ``per_step`` follow step order. :class:`UsageError` naming
+    the file for anything it cannot read.
+    """
+    with reading(path) as conn:
+        rows, memory, steps = _kernel_rows(conn), memory_ops(conn), matching_ranges(conn, range_pattern)
+        launch = _launch_times(conn, rows)
+        bounds, source = _chosen_window(conn, window, steps, [rows, memory])
+        info = export_info(conn, set(rows["device"].unique().tolist()))
+    if window != AUTOMATIC:
+        steps = _starting_in(steps, bounds)
+    return {
+        **_busy_fields(rows, bounds),
+        **_memory_fields(memory, bounds),
+        **_step_fields(_per_step(rows, launch, steps)),
+        "top_kernels": _records(_top(rows, bounds, top)),
+        "window": {"start_ns": bounds[0], "end_ns": bounds[1], "from": source},
+        **info,
     }
 
 
@@ -299,3 +414,51 @@ def _records(frame: pd.DataFrame) -> list[dict]:
     # .item() turns numpy scalars into Python ones so that json.dumps accepts the summary.
     return [{key: value.item() if isinstance(value, np.generic) else value for key, value in row.items()}
             for row in frame.to_dict("records")]
+
+
+# --- several files, one per rank ----------------------------------------------------------------------------
+
+_COMPARED = {  # column: (summary field, factor)
+    "window_ms": ("window_ns", 1e-6), "gpu_busy_fraction": ("gpu_busy_fraction", 1.0),
+    "gpu_busy_ms": ("gpu_busy_ns", 1e-6), "compute_busy_ms": ("compute_busy_ns", 1e-6), "steps": ("steps", 1),
+    "step_gpu_ms_median": ("step_gpu_ms_median", 1.0), "step_compute_ms_median": ("step_compute_ms_median", 1.0),
+    "kernels": ("kernels", 1), "memcpy_ms": ("memcpy_ns", 1e-6),
+}
+
+
+def _compared_row(file: str, summary: Mapping[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {"file": file}
+    for column, (field, factor) in _COMPARED.items():
+        value = summary[field]
+        row[column] = None if value is None else value * factor
+    return row
+
+
+def straggler(frame: pd.DataFrame) -> dict[str, Any] | None:
+    """The slowest rank among :func:`compare_files`' rows, or None with fewer than two.
+
+    Slowest: the largest median GPU time per step when every file has steps, else the largest GPU busy time, both
+    outside collective (NCCL) kernels: those spin on the ranks that wait for the slowest one, which would make the
+    waiting ranks look the busiest. Returns file, basis, ms, fastest_file, fastest_ms and over_fastest (the
+    fraction by which the straggler's figure exceeds the fastest's; None when that is 0).
+    """
+    if len(frame) < 2:
+        return None
+    by_steps = bool((frame["steps"] > 0).all())
+    column = "step_compute_ms_median" if by_steps else "compute_busy_ms"
+    values = frame[column].astype(float)
+    slow, fast = values.idxmax(), values.idxmin()
+    basis = "median GPU time per step" if by_steps else "GPU busy time in the window"
+    return {"file": frame.at[slow, "file"], "basis": f"{basis}, NCCL kernels left out", "ms": float(values[slow]),
+            "fastest_file": frame.at[fast, "file"], "fastest_ms": float(values[fast]),
+            "over_fastest": float(values[slow] / values[fast] - 1) if values[fast] > 0 else None}
+
+
+def compare_files(summaries: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """:func:`summarize` results of several files (one rank each) side by side, one row per file in the order
+    given: file, window_ms, gpu_busy_fraction, gpu_busy_ms, compute_busy_ms, steps, step_gpu_ms_median,
+    step_compute_ms_median, kernels, memcpy_ms, and straggler (True on the row :func:`straggler` names)."""
+    frame = pd.DataFrame([_compared_row(file, summary) for file, summary in summaries.items()],
+                         columns=["file", *_COMPARED])
+    slowest = straggler(frame)
+    return frame.assign(straggler=frame["file"] == (slowest["file"] if slowest else None))

@@ -27,6 +27,17 @@ def missing_report(report: Path) -> str:
     return f"{report}: nsys wrote no report (did the worker reach cudaProfilerStart? see the log)"
 
 
+def export_sqlite(binary: str, report: Path, database: Path) -> Path:
+    """``nsys export --type sqlite`` of ``report`` into ``database`` with the nsys at ``binary``; UsageError naming
+    the report with nsys' last line when it fails."""
+    command = [binary, "export", "--type", "sqlite", "--output", str(database), str(report)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=1800)
+    if result.returncode != 0 or not database.exists():
+        lines = (result.stdout + result.stderr).strip().splitlines()
+        raise UsageError(f"{report}: nsys export failed ({lines[-1] if lines else f'exit {result.returncode}'})")
+    return database
+
+
 class Nsys:
     name = "nsys"
     summary_fields = ("gpu_busy_fraction", "window_ms", "steps", "step_gpu_ms_median", "memcpy_ms", "kernels",
@@ -46,13 +57,7 @@ class Nsys:
                 "--output", str(batch_file(run_dir, batch_size))]
 
     def export(self, report: Path) -> Path:
-        database = report.with_suffix(".sqlite")
-        command = [self.binary, "export", "--type", "sqlite", "--output", str(database), str(report)]
-        result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=1800)
-        if result.returncode != 0 or not database.exists():
-            lines = (result.stdout + result.stderr).strip().splitlines()
-            raise UsageError(f"{report}: nsys export failed ({lines[-1] if lines else f'exit {result.returncode}'})")
-        return database
+        return export_sqlite(self.binary, report, report.with_suffix(".sqlite"))
 
     def analyze(self, run_dir: Path, batch_size: int) -> dict[str, Any]:
         from trainbench.analysis.timeline import summarize

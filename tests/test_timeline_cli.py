@@ -386,6 +386,18 @@ def test_report_is_exported_by_the_nsys_on_path(tmp_path: Path) -> None:
     assert (summary["gpu_busy_ns"], summary["window_ns"]) == (1950, 3000)
 
 
+def test_a_failed_export_is_one_line(tmp_path: Path) -> None:
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    nsys = tools / "nsys"
+    nsys.write_text("#!/bin/sh\necho 'Importing [====     ]' ; echo 'ERROR: the report is damaged' >&2; exit 1\n")
+    nsys.chmod(0o755)
+    report = tmp_path / "capture.nsys-rep"
+    report.write_bytes(b"NVIDIA Tegra Profiler Report 2025@3@2@474" + bytes(64))
+    result = run_cli("timeline", str(report), env={"PATH": str(tools)})
+    assert_one_line_error(result, f"{report}: nsys export failed (ERROR: the report is damaged)")
+
+
 @pytest.mark.parametrize(("args", "fragments"), [
     (["--window", "soon"], ["timeline: argument --window:", "expected nvtx:NAME or START:END in ns", "'soon'"]),
     (["--window", "500:500"], ["--window", "START must be below END"]),

@@ -16,6 +16,7 @@ from trainbench.profile.tools import find_binary
 from trainbench.results.files import batch_file, write_json_atomic
 
 TRACES = "cuda,nvtx,cudnn,cublas"
+EXPORT_TIMEOUT_S = 1800  # a report of a whole training run can take minutes to export
 
 
 def missing_report(report: Path) -> str:
@@ -31,7 +32,12 @@ def export_sqlite(binary: str, report: Path, database: Path) -> Path:
     """``nsys export --type sqlite`` of ``report`` into ``database`` with the nsys at ``binary``; UsageError naming
     the report with nsys' last line when it fails."""
     command = [binary, "export", "--type", "sqlite", "--output", str(database), str(report)]
-    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=1800)
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=EXPORT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"{report}: nsys export took more than {EXPORT_TIMEOUT_S} s; stopped") from None
+    except OSError as error:  # the binary went away or cannot run
+        raise UsageError(f"{report}: cannot run {binary}: {error.strerror or error}") from None
     if result.returncode != 0 or not database.exists():
         lines = (result.stdout + result.stderr).strip().splitlines()
         raise UsageError(f"{report}: nsys export failed ({lines[-1] if lines else f'exit {result.returncode}'})")

@@ -69,9 +69,10 @@ def _truncation(header: bytes, size: int) -> str | None:
     page_size = 65536 if page_size == 1 else page_size  # the header's way of writing 64 KiB
     # The header's page count is valid only when its "version valid for" equals the change counter.
     pages = int.from_bytes(header[28:32], "big") if header[92:96] == header[24:28] else 0
-    if page_size < 512 or size % page_size or size < pages * page_size:
-        promised = f" of the {pages * page_size:,} its SQLite header promises" if size < pages * page_size else ""
-        return f"truncated: {size:,} bytes{promised}, not whole pages of {page_size:,}"
+    if size < pages * page_size:
+        return f"truncated: {size:,} of the {pages * page_size:,} bytes its SQLite header promises"
+    if page_size < 512 or size % page_size:
+        return f"truncated: {size:,} bytes, not a whole number of {page_size:,}-byte pages"
     return None
 
 

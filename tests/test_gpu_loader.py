@@ -138,3 +138,18 @@ def test_non_jpeg_bytes_are_decoded_in_the_worker() -> None:
     image = gpu_pipeline.encoded_image(out.getvalue(), "x.png")
     assert (image.height, image.width) == (5, 7) and len(image.payload) == 3 * 5 * 7
     assert gpu_pipeline.encoded_image(jpeg_bytes(8, 8, 0), "x.JPEG").height == 0
+
+
+def test_worker_processes_hand_over_one_buffer_per_batch(shards: Path) -> None:
+    """With DataLoader worker processes the encoded batch crosses the process boundary whole (one tensor of bytes,
+    its sizes and names), and every image arrives."""
+    loader = gpu_pipeline.make_loader(open_source(shards), 6, train=True, workers=2)
+    batch = next(iter(loader))
+    assert isinstance(batch, gpu_pipeline.EncodedBatch)
+    assert batch.data.dtype == torch.uint8 and sum(batch.sizes) == len(batch.data) == batch.data.numel()
+    assert len(batch.names) == len(batch.shapes) == len(batch.labels) == 6
+    assert all(name.startswith(str(shards)) and " record " in name for name in batch.names)
+    batches = gpu_pipeline.batches(loader, SIZE, "cpu", train=True, endless=True)
+    images, labels = next(batches)
+    batches.close()
+    assert images.shape == (6, 3, SIZE, SIZE) and set(labels.tolist()) <= {0, 1, 2, 3}

@@ -1,5 +1,5 @@
 """``trainbench timeline``: exports built with the real table layout (tests/test_nsys_timeline.py's builders), the
-layouts of older and newer Nsight Systems releases, and real public exports from ../shared/fixtures/nsys (sources
+layouts of older and newer Nsight Systems releases, and real public exports from tests/fixtures/nsys (sources
 in its SOURCES.md: Faraz-Nasir/CUDA---Recap, lockfuehrer/beast_ressoruces, lsaeteurn/vectoraddition,
 bwyogatama/Mordred-Deprecated, martisu1631998/kmeans-parallel)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import REPO, assert_one_line_error, run_cli
 from tests.test_nsys_timeline import GEMM, NCCL, STRINGS, TRAIN_PID, build_export
 from tests.test_profile_standins import calls, standin_env
 from trainbench.analysis.timeline import _literal_prefix
@@ -32,11 +32,9 @@ def timeline_json(*args: str | Path, env: dict[str, str] | None = None) -> dict:
 
 
 @pytest.fixture
-def nsys_fixtures(shared_fixtures: Path) -> Path:
-    folder = shared_fixtures / "nsys"
-    if not folder.is_dir():
-        pytest.skip("../shared/fixtures/nsys is absent")
-    return folder
+def nsys_fixtures() -> Path:
+    """Real public exports kept in the project (their sources in SOURCES.md beside them)."""
+    return REPO / "tests" / "fixtures" / "nsys"
 
 
 @pytest.fixture

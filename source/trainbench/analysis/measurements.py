@@ -48,7 +48,8 @@ def summary_files(folders: list[Path]) -> list[Path]:
     found: list[Path] = []
     for folder in folders:
         if not folder.is_dir():
-            raise UsageError(f"{folder}: not a folder of runs (no such folder)")
+            what = "a file" if folder.exists() else "no such folder"
+            raise UsageError(f"{folder}: not a folder of runs ({what})")
         for name in ("summary.json", "profile.json"):
             found.extend(path for path in sorted(folder.rglob(name)) if _finished(path.relative_to(folder)))
     return sorted(set(found))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -118,10 +120,14 @@ def run(args: argparse.Namespace) -> int:
     if args.leave_out and held.empty:
         raise UsageError("--leave-out: no measurement at that point")
     parameters, metrics = list(args.param), list(args.metric)
-    out = create_run_dir(Path(args.output), "_".join(parameters))
-    write_csv_atomic(out / "measurements.csv", list(points.columns), points.to_dict("records"))
-    models = fit(points, parameters, metrics, requests=args.predict, strong_scaling=args.strong_scaling, keep=out)
+    with tempfile.TemporaryDirectory() as scratch:  # the run folder is made only once there are models
+        models = fit(points, parameters, metrics, requests=args.predict, strong_scaling=args.strong_scaling,
+                     keep=Path(scratch))
+        out = create_run_dir(Path(args.output), "_".join(parameters))
+        for made in Path(scratch).iterdir():  # Extra-P's input and experiment files
+            shutil.move(made, out / made.name)
     models = [check(model, held) for model in models]
+    write_csv_atomic(out / "measurements.csv", list(points.columns), points.to_dict("records"))
     write_json_atomic(out / "model.json", {
         "sources": [str(folder.resolve()) for folder in folders], "parameters": parameters, "metrics": metrics,
         "strong_scaling": args.strong_scaling, "min_points": MIN_POINTS, "left_out": args.leave_out,

@@ -152,6 +152,11 @@ def test_exclude_drops_experiments_matching_every_key_of_a_rule(tmp_path: Path) 
     ({"precision": ["fp32", "fp16"], "device": ["cpu", "cuda"]}, 3),  # fp16 not on the CPU
     ({"framework": ["torch", "tf"], "profiler": ["none", "torch", "tf"]}, 4),  # a framework's own profiler
     ({"device": ["cpu", "cuda"], "profiler": ["none", "nsys", "ncu", "nvprof"]}, 5),  # GPU profilers off the CPU
+    # compiled and captured steps: graphs need a GPU, and one of the two at a time; a mode is "compiled"
+    ({"device": ["cpu", "cuda"], "compile": [False, True, "reduce-overhead"], "cuda_graph": [False, True]}, 6),
+    ({"framework": ["torch", "tf"], "cuda_graph": [True, False]}, 3),
+    ({"device": ["cuda"], "precision": ["bf16", "fp16"], "cuda_graph": [True, False]}, 3),  # fp16 not captured
+    ({"device": ["cpu", "cuda"], "loader": ["cpu", "gpu"]}, 2),  # the GPU loader decodes real data on a GPU
 ])
 def test_the_legality_filter_drops_what_the_suite_would_refuse(tmp_path: Path, axes: dict, kept: int) -> None:
     matrix = matrix_of(tmp_path, {"axes": {**axes, "batch_size": [1]}})
@@ -161,6 +166,36 @@ def test_the_legality_filter_drops_what_the_suite_would_refuse(tmp_path: Path, a
         assert len(bench_configs(matrix, experiment)) == 1
     total = math.prod(len(values) for values in axes.values())
     assert format_plan(matrix).endswith(f"({total - kept} of {total} combinations excluded or illegal)")
+
+
+def test_step_and_loader_axes_reach_the_configurations(tmp_path: Path) -> None:
+    axes = {"device": ["cuda"], "precision": ["bf16"], "compile": [False, "max-autotune"], "cuda_graph": [False, True],
+            "batch_size": [8]}
+    matrix = matrix_of(tmp_path, {"axes": axes})
+    by_name = {experiment.name: bench_configs(matrix, experiment)[0] for experiment in experiments(matrix)}
+    assert set(by_name) == {"torch-bf16-img224-cuda-no_compile-no_cuda_graph",
+                            "torch-bf16-img224-cuda-no_compile-cuda_graph",
+                            "torch-bf16-img224-cuda-compile_max_autotune-no_cuda_graph"}
+    tuned = by_name["torch-bf16-img224-cuda-compile_max_autotune-no_cuda_graph"].model
+    assert (tuned.compile, tuned.compile_mode, tuned.cuda_graph) == (True, "max-autotune", False)
+    assert by_name["torch-bf16-img224-cuda-no_compile-cuda_graph"].model.cuda_graph
+
+
+def test_a_gpu_loader_axis_needs_data_and_gives_the_loader(tmp_path: Path) -> None:
+    data = image_tree(tmp_path / "tree", 2)
+    matrix = matrix_of(tmp_path, {"axes": {"device": ["cuda"], "data": ["synthetic", str(data)],
+                                           "loader": ["cpu", "gpu"], "batch_size": [4]}})
+    kept = {(e.value("data") == "synthetic", e.value("loader")): bench_configs(matrix, e)[0]
+            for e in experiments(matrix)}
+    assert set(kept) == {(True, "cpu"), (False, "cpu"), (False, "gpu")}
+    assert kept[(False, "gpu")].loader == "gpu" and kept[(False, "gpu")].data == str(data.resolve())
+
+
+@pytest.mark.parametrize("value", ["fastest", 3])
+def test_an_unknown_compile_mode_is_one_line(tmp_path: Path, value: object) -> None:
+    with pytest.raises(UsageError) as error:
+        matrix_of(tmp_path, {"axes": {"compile": [value], "batch_size": [1]}})
+    one_line_error(error, "compile", "reduce-overhead")
 
 
 def test_dry_run_text_lists_every_run_in_order_and_counts_them(tmp_path: Path) -> None:

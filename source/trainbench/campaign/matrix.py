@@ -16,17 +16,21 @@ The format (plain YAML; every key but ``axes`` is optional)::
 Axes (a scalar counts as a one-value list; a value given twice is refused):
 framework, precision, device (``trainbench throughput``'s names; "auto" is kept, resolved by the runner),
 batch_size, image_size, num_classes (absent: the data's classes, else 1000, as ``--num-classes``), seed,
-data ("synthetic" or a data folder, relative to the current folder, stored resolved), xla, compile, channels_last
-(true/false), profiler ("none" or one of ``trainbench profile``'s profilers), gpus (whole number >= 1: PyTorch
-processes under torchrun, the batch size per process), nodes (1 here; several nodes: scripts/slurm/).
+data ("synthetic" or a data folder, relative to the current folder, stored resolved), xla, channels_last,
+cuda_graph (true/false), compile (true/false, or one of torch.compile's modes: ``reduce-overhead``...), loader
+(cpu, gpu: where real images are decoded), profiler ("none" or one of ``trainbench profile``'s profilers), gpus
+(whole number >= 1: PyTorch processes under torchrun, the batch size per process), nodes (1 here; several nodes:
+scripts/slurm/).
 
 Settings: repeats (campaign repetitions), warmup, steps, windows (timed windows per batch size: throughput's
 ``--repeats``), timeout (seconds per batch size, or null), sync_every_step, and for the profilers start_iteration,
 iterations and clock_control ("base" or "none"). Defaults are the suite's own (config.field_default).
 
 Built-in legality filter, applied after ``exclude`` (combinations the suite would refuse, dropped rather than
-reported so that axes can be crossed freely): xla=true only with framework tf; compile=true and channels_last=true
-only with framework torch; precision fp16 not with device cpu; profiler torch or tf only with that framework;
+reported so that axes can be crossed freely): xla=true only with framework tf; compile, cuda_graph and
+channels_last only with framework torch; compile and cuda_graph not together; the step settings and loaders that
+``trainbench throughput`` refuses (CUDA graphs or the GPU loader on device cpu, cuda_graph with fp16, loader gpu
+without data); precision fp16 not with device cpu; profiler torch or tf only with that framework;
 profiler ncu, nsys or nvprof not with device cpu. A matrix that leaves no experiment is refused.
 
 Overrides (``parse_overrides``), Hydra style: ``key=v1,v2`` replaces an axis's values (an axis the file lacks is
@@ -63,7 +67,9 @@ from typing import Any
 import yaml
 
 from trainbench.config import (
+    COMPILE_MODES,
     FRAMEWORKS,
+    LOADERS,
     PROFILERS,
     BenchConfig,
     LaunchConfig,
@@ -73,6 +79,7 @@ from trainbench.config import (
     field_default,
     float_problem,
     int_problem,
+    loader_problem,
 )
 from trainbench.data.source import DataSource, num_classes, open_source, tfrecords_only
 from trainbench.errors import UsageError, printable_line
@@ -119,6 +126,18 @@ def _window_field(name: str) -> Parser:
 def _flag(value: Any) -> bool:
     if not isinstance(value, bool):
         raise UsageError(f"must be true or false, got {value!r}")
+    return value
+
+
+def _compile(value: Any) -> bool | str:
+    """true/false, or a torch.compile mode (compiled, in that mode)."""
+    if isinstance(value, bool) or value in COMPILE_MODES:
+        return value
+    raise UsageError(f"must be true, false or one of {', '.join(COMPILE_MODES)}, got {value!r}")
+
+
+def _loader(value: Any) -> str:
+    check_choice("loader", value, LOADERS)
     return value
 
 
@@ -173,8 +192,10 @@ AXES: dict[str, Parser] = {
     "num_classes": _model_field("num_classes"),
     "data": _data,
     "xla": _flag,
-    "compile": _flag,
+    "compile": _compile,
+    "cuda_graph": _flag,
     "channels_last": _flag,
+    "loader": _loader,
     "seed": _model_field("seed"),
     "profiler": _profiler,
     "gpus": _count,
@@ -183,7 +204,9 @@ AXES: dict[str, Parser] = {
 }
 AXIS_DEFAULTS: dict[str, Any] = {
     **{name: field_default(ModelConfig, name) for name in ("framework", "precision", "image_size", "device",
-                                                           "num_classes", "xla", "compile", "channels_last", "seed")},
+                                                           "num_classes", "xla", "compile", "cuda_graph",
+                                                           "channels_last", "seed")},
+    "loader": field_default(BenchConfig, "loader"),
     "data": SYNTHETIC,
     "profiler": NO_PROFILER,
     "gpus": 1,
@@ -441,7 +464,7 @@ def illegal(values: Mapping[str, Any]) -> str | None:
     framework, device, profiler = value("framework"), value("device"), value("profiler")
     if value("xla") and framework != "tf":
         return "xla needs framework tf"
-    for flag in ("compile", "channels_last"):
+    for flag in ("compile", "cuda_graph", "channels_last"):
         if value(flag) and framework != "torch":
             return f"{flag} needs framework torch"
     if value("precision") == "fp16" and device == "cpu":
@@ -454,7 +477,20 @@ def illegal(values: Mapping[str, Any]) -> str | None:
         return f"gpus {value('gpus')}: {problem}"
     if value("nodes") > 1:
         return "nodes above 1: run multi-node sweeps with scripts/slurm/throughput.sbatch, not in a campaign"
-    return None
+    return _step_problem(value)
+
+
+def _step_problem(value: Callable[[str], Any]) -> str | None:
+    """What ModelConfig and the loader rule refuse among the step and input settings (config.py's one check)."""
+    compiled = value("compile")
+    try:
+        ModelConfig(framework=value("framework"), precision=value("precision"), device=value("device"),
+                    compile=compiled is not False, cuda_graph=value("cuda_graph"),
+                    compile_mode=compiled if isinstance(compiled, str) else "default")
+    except UsageError as error:
+        return str(error)
+    data = None if value("data") == SYNTHETIC else value("data")
+    return loader_problem(value("loader"), value("framework"), data, value("device"))
 
 
 def excluded(values: Mapping[str, Any], rules: Sequence[Mapping[str, tuple[Any, ...]]]) -> bool:
@@ -481,6 +517,10 @@ def _token(axis: str, value: Any) -> str:
         return value if value == SYNTHETIC else _data_token(value)
     if axis == "profiler":
         return f"prof_{value}"
+    if axis == "compile":  # a mode: compile_reduce_overhead (tokens hold no "-")
+        return f"compile_{value.replace('-', '_')}"
+    if axis == "loader":
+        return f"loader_{value}"
     prefixes = {"image_size": "img", "num_classes": "cls", "seed": "seed", "gpus": "gpus", "nodes": "nodes"}
     return f"{prefixes.get(axis, '')}{value}"
 
@@ -537,8 +577,10 @@ def _model(experiment: Experiment) -> ModelConfig:
     if "num_classes" not in experiment.values and data != SYNTHETIC:
         classes = _data_classes(data)
     return ModelConfig(framework=value("framework"), precision=value("precision"), image_size=value("image_size"),
-                       num_classes=classes, device=value("device"), xla=value("xla"), compile=value("compile"),
-                       channels_last=value("channels_last"), seed=value("seed"))
+                       num_classes=classes, device=value("device"), xla=value("xla"),
+                       compile=value("compile") is not False,
+                       compile_mode=value("compile") if isinstance(value("compile"), str) else "default",
+                       cuda_graph=value("cuda_graph"), channels_last=value("channels_last"), seed=value("seed"))
 
 
 def bench_configs(matrix: Matrix, experiment: Experiment) -> list[BenchConfig]:
@@ -554,7 +596,7 @@ def bench_configs(matrix: Matrix, experiment: Experiment) -> list[BenchConfig]:
         timing = {"warmup_steps": 0, "steps": 1, "repeats": 1, "sync_every_step": False, "profile": window}
     model = _model(experiment)
     launch = LaunchConfig(processes_per_node=value("gpus"), nodes=value("nodes"))  # torchrun for gpus > 1
-    return [BenchConfig(model=model, batch_size=size, data=data, launch=launch, **timing)
+    return [BenchConfig(model=model, batch_size=size, data=data, loader=value("loader"), launch=launch, **timing)
             for size in matrix.batch_sizes]
 
 

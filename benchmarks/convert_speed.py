@@ -1,29 +1,34 @@
 """How fast ``trainbench data convert`` turns an ImageNet folder into TFRecords, against ``cp -r`` of the same tree.
 
 Generates ``--images`` ImageNet-sized JPEGs (about 110 kB each, with their Annotation XML) with the synth module,
-then, in turn ``--repeats`` times, copies the tree with ``cp -r`` and converts it with ``trainbench data convert
---workers 2``, each after the earlier writes are flushed. With ``--cache cold`` (the default) the tree's pages are
-first dropped from the page cache (``posix_fadvise``), as for real ImageNet, which never fits in memory; with
-``--cache warm`` both read it from memory.
-Throughput is the tree's bytes over the best time of each: for the conversion, the time the command reports for
-its own work (scan to last shard), since the interpreter start and the CLI's imports are a fixed second or so,
-reported beside it. Fails (exit 1) unless the conversion reaches ``--min-ratio`` (default 0.5) of the copy's
-MB/s. Where the TensorFlow input pipeline is installed (``trainbench.data.tf_pipeline``), also measures it on the
-shards with ``trainbench input-bench`` and reports images/s per core. The last line of the output is a JSON
-object with every figure.
+then measures, in one run, interleaved so that a machine shared with other work slows both alike:
 
-    python benchmarks/convert_speed.py [--images 2000] [--workers 2] [--repeats 5] [--cache cold|warm]
+1. for each page-cache state (``--caches``, default ``warm,cold``): ``--repeats`` pairs of ``cp -r`` of the tree and
+   ``trainbench data convert --workers 2``, each after earlier writes are flushed; cold: the tree's pages dropped
+   first (``posix_fadvise``, as for real ImageNet, which never fits in memory). MB/s = the tree's bytes / the
+   time; for the conversion, the time it reports for its own work (scan to last shard; the interpreter's start
+   and imports are a fixed second or so, kept beside it). Medians with min and max, and the ratio of medians.
+2. CPU seconds per GB of tree (user + system of every process of the command; less sensitive to I/O noise than
+   wall time), with the CRC-32C of google-crc32c (C) against the numpy fallback (``TRAINBENCH_CRC32C=numpy``),
+   warm cache, interleaved.
+3. Scaling: the conversion's images/s with 1, 2 and all cores' workers, warm cache, medians.
+
+Goals (exit 1 when missed): the conversion at least ``--min-ratio`` (0.9) of the copy's median MB/s with 2 workers
+on a warm cache, and at least ``--min-images`` (2,000) images/s with 2 workers. The last line is a JSON object
+with every figure.
+
+    python benchmarks/convert_speed.py [--images 2000] [--repeats 5] [--caches warm,cold]
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,11 +68,11 @@ def settle(root: Path, cold: bool) -> None:
                 os.close(descriptor)
 
 
-def timed(command: list[str]) -> tuple[float, float, str]:
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """Wall time, CPU time (user + system, the command and its workers) and standard output of a command."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    result = subprocess.run(command, check=True, env=ENV, capture_output=True, text=True)
+    result = subprocess.run(command, check=True, env=env or ENV, capture_output=True, text=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, result.stdout
@@ -88,86 +93,109 @@ def convert_command(tree: Path, output: Path, workers: int, train_images: int) -
             "--validation-shards", "2"]
 
 
-def input_pipeline(shards: Path, cores: int) -> dict[str, float] | None:
-    """Images/s of the TensorFlow training input pipeline alone, per core; None where it is not installed."""
-    if importlib.util.find_spec("trainbench.data.tf_pipeline") is None:
-        return None
-    result = subprocess.run([sys.executable, "-m", "trainbench", "input-bench", str(shards), "--framework", "tf",
-                             "--workers", str(cores), "--batch-size", "32", "--warmup", "3", "--steps", "15"],
-                            env=ENV, capture_output=True, text=True)
-    if result.returncode != 0:
-        print(f"input-bench failed: {result.stderr.strip()[-500:]}", file=sys.stderr)
-        return None
-    images_per_sec = float(json.loads(result.stdout.strip().splitlines()[-1])["images_per_sec"])
-    return {"images_per_sec": images_per_sec, "cores": cores, "images_per_sec_per_core": images_per_sec / cores}
+def convert_once(tree: Path, scratch: Path, workers: int, train_images: int, cold: bool,
+                 env: dict[str, str] | None = None) -> dict[str, float]:
+    """One conversion into a fresh folder: its own reported seconds, the whole command's wall and CPU seconds."""
+    shutil.rmtree(scratch / "records", ignore_errors=True)
+    settle(tree, cold)
+    wall, cpu, summary = timed(convert_command(tree, scratch / "records", workers, train_images), env)
+    return {"convert_s": reported_seconds(summary), "command_s": wall, "command_cpu_s": cpu}
 
 
-def measure(tree: Path, scratch: Path, args: argparse.Namespace, train_images: int) -> dict[str, list[float]]:
-    """``cp -r`` and convert in turn, ``args.repeats`` times: wall and CPU seconds of each run."""
-    times: dict[str, list[float]] = {"copy_s": [], "copy_cpu_s": [], "convert_s": [], "command_s": [],
-                                     "command_cpu_s": []}
+def copy_once(tree: Path, scratch: Path, cold: bool) -> dict[str, float]:
+    settle(tree, cold)
+    wall, cpu, _ = timed(["cp", "-r", str(tree), str(scratch / "copy")])
+    shutil.rmtree(scratch / "copy")
+    return {"copy_s": wall, "copy_cpu_s": cpu}
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def against_copy(tree: Path, scratch: Path, args: argparse.Namespace, train_images: int, size: int,
+                 cold: bool) -> dict:
+    """--repeats interleaved pairs of copy and convert (2 workers): MB/s medians and their spread."""
+    runs = [{**copy_once(tree, scratch, cold), **convert_once(tree, scratch, 2, train_images, cold)}
+            for _ in range(args.repeats)]
+    copy_mb_s = [size / 1e6 / run["copy_s"] for run in runs]
+    convert_mb_s = [size / 1e6 / run["convert_s"] for run in runs]
+    ratio = statistics.median(convert_mb_s) / statistics.median(copy_mb_s)
+    return {"copy_mb_s": spread(copy_mb_s), "convert_mb_s": spread(convert_mb_s), "ratio": ratio,
+            "convert_images_s": spread([args.images_made / run["convert_s"] for run in runs]), "runs": runs}
+
+
+def cpu_per_gb(tree: Path, scratch: Path, args: argparse.Namespace, train_images: int, size: int) -> dict:
+    """CPU seconds per GB of the whole convert command, the C library's CRC against numpy's, interleaved."""
+    seconds: dict[str, list[float]] = {"google-crc32c": [], "numpy": []}
     for _ in range(args.repeats):
-        settle(tree, args.cache == "cold")
-        wall, cpu, _ = timed(["cp", "-r", str(tree), str(scratch / "copy")])
-        times["copy_s"].append(wall)
-        times["copy_cpu_s"].append(cpu)
-        shutil.rmtree(scratch / "copy")
-        settle(tree, args.cache == "cold")
-        shutil.rmtree(scratch / "records", ignore_errors=True)
-        wall, cpu, summary = timed(convert_command(tree, scratch / "records", args.workers, train_images))
-        times["command_s"].append(wall)
-        times["command_cpu_s"].append(cpu)
-        times["convert_s"].append(reported_seconds(summary))
-    return times
+        for name, env in (("google-crc32c", ENV), ("numpy", {**ENV, "TRAINBENCH_CRC32C": "numpy"})):
+            run = convert_once(tree, scratch, 2, train_images, False, env)
+            seconds[name].append(run["command_cpu_s"] / (size / 1e9))
+    return {name: spread(values) for name, values in seconds.items()}
 
 
-def report(figures: dict, min_ratio: float) -> None:
-    times, pipeline = figures["times"], figures["input_pipeline"]
-    print(f"tree: {figures['images']} JPEGs, {figures['tree_mb']:.1f} MB with the annotations; "
-          f"page cache: {figures['cache']}")
-    print(f"cp -r: {figures['copy_mb_s']:.1f} MB/s (best of {_seconds(times['copy_s'])})")
-    print(f"convert --workers {figures['workers']}: {figures['convert_mb_s']:.1f} MB/s, "
-          f"{figures['convert_images_s']:.1f} images/s (best of {_seconds(times['convert_s'])}; "
-          f"whole command with interpreter start: {_seconds(times['command_s'])})")
-    print(f"CPU time (user + system): cp -r {_seconds(times['copy_cpu_s'])}; the whole convert command, all "
-          f"processes: {_seconds(times['command_cpu_s'])}")
-    print(f"ratio: {figures['ratio']:.0%} of the copy (needed: {min_ratio:.0%})")
-    if pipeline:
-        print(f"input pipeline (tf, training): {pipeline['images_per_sec']:.1f} images/s on {pipeline['cores']} "
-              f"cores, {pipeline['images_per_sec_per_core']:.1f} per core")
+def scaling(tree: Path, scratch: Path, args: argparse.Namespace, train_images: int) -> dict[str, dict]:
+    counts = sorted({1, 2, default_workers()})
+    rates: dict[int, list[float]] = {count: [] for count in counts}
+    for _ in range(max(1, args.repeats // 2)):
+        for count in counts:
+            rates[count].append(args.images_made / convert_once(tree, scratch, count, train_images, False)["convert_s"])
+    return {str(count): spread(values) for count, values in rates.items()}
+
+
+def _range(figure: dict[str, float], digits: int = 1) -> str:
+    return f"{figure['median']:.{digits}f} ({figure['min']:.{digits}f}-{figure['max']:.{digits}f})"
+
+
+def report(figures: dict, args: argparse.Namespace) -> bool:
+    """Prints the tables; True when both goals are met."""
+    print(f"tree: {figures['images']} JPEGs, {figures['tree_mb']:.1f} MB with the annotations; {figures['cores']} "
+          f"cores; CRC-32C: {figures['crc32c']}; medians (min-max) of {args.repeats} interleaved runs")
+    for cache, pair in figures["caches"].items():
+        print(f"{cache:>4} cache: cp -r {_range(pair['copy_mb_s'])} MB/s; convert --workers 2 "
+              f"{_range(pair['convert_mb_s'])} MB/s = {pair['ratio']:.0%} of the copy; "
+              f"{_range(pair['convert_images_s'], 0)} images/s")
+    cpu = figures["cpu_s_per_gb"]
+    print(f"CPU s per GB (whole command, all processes, warm): google-crc32c {_range(cpu['google-crc32c'], 2)}, "
+          f"numpy CRC {_range(cpu['numpy'], 2)}: {cpu['numpy']['median'] / cpu['google-crc32c']['median']:.2f}x")
+    print("workers  images/s")
+    for count, figure in figures["scaling"].items():
+        print(f"{count:>7}  {_range(figure, 0)}")
+    warm = figures["caches"].get("warm")
+    ratio_ok = warm is not None and warm["ratio"] >= args.min_ratio
+    images_ok = warm is not None and warm["convert_images_s"]["median"] >= args.min_images
+    print(f"goal: warm-cache conversion >= {args.min_ratio:.0%} of the copy: {'met' if ratio_ok else 'missed'}; "
+          f">= {args.min_images:.0f} images/s with 2 workers: {'met' if images_ok else 'missed'}")
     print(json.dumps(figures))
-
-
-def _seconds(times: list[float]) -> str:
-    return ", ".join(f"{seconds:.2f}" for seconds in times) + " s"
+    return ratio_ok and images_ok
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", type=int, default=2000)
-    parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--min-ratio", type=float, default=0.5)
-    parser.add_argument("--cache", choices=("cold", "warm"), default="cold")
-    parser.add_argument("--no-input-pipeline", action="store_true", help="skip the input-pipeline figure")
+    parser.add_argument("--caches", type=lambda text: text.split(","), default=["warm", "cold"])
+    parser.add_argument("--min-ratio", type=float, default=0.9)
+    parser.add_argument("--min-images", type=float, default=2000.0)
     args = parser.parse_args()
     per_class = args.images // CLASSES
     val_per_class = int(per_class * VALIDATION_SHARE)
     with tempfile.TemporaryDirectory(prefix="convert_speed_") as folder:
         scratch = Path(folder)
         made = synth(SynthOptions(scratch / "imagenet", CLASSES, per_class - val_per_class, val_per_class,
-                                  workers=args.workers))
-        size = tree_bytes(made.output)
-        times = measure(made.output, scratch, args, CLASSES * (per_class - val_per_class))
-        cores = min(args.workers, default_workers())
-        pipeline = None if args.no_input_pipeline else input_pipeline(scratch / "records", cores)
-    copy_mb_s, convert_mb_s = size / 1e6 / min(times["copy_s"]), size / 1e6 / min(times["convert_s"])
-    figures = {"images": made.images, "tree_mb": size / 1e6, "cache": args.cache, "workers": args.workers,
-               "cores": os.cpu_count(), "copy_mb_s": copy_mb_s, "convert_mb_s": convert_mb_s,
-               "convert_images_s": made.images / min(times["convert_s"]), "ratio": convert_mb_s / copy_mb_s,
-               "input_pipeline": pipeline, "times": times}
-    report(figures, args.min_ratio)
-    return 0 if figures["ratio"] >= args.min_ratio else 1
+                                  workers=default_workers()))
+        args.images_made = made.images
+        size, train_images = tree_bytes(made.output), CLASSES * (per_class - val_per_class)
+        from trainbench.data.crc32c import IMPLEMENTATION
+
+        figures = {"images": made.images, "tree_mb": size / 1e6, "cores": os.cpu_count(), "crc32c": IMPLEMENTATION,
+                   "repeats": args.repeats,
+                   "caches": {cache: against_copy(made.output, scratch, args, train_images, size, cache == "cold")
+                              for cache in args.caches},
+                   "cpu_s_per_gb": cpu_per_gb(made.output, scratch, args, train_images, size),
+                   "scaling": scaling(made.output, scratch, args, train_images)}
+    return 0 if report(figures, args) else 1
 
 
 if __name__ == "__main__":

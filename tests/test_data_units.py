@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from trainbench.data import crc32c as crc32c_module
 from trainbench.data.bboxes import Box, read_boxes
 from trainbench.data.imagefiles import SkipImage, check_signature, jpeg_is_complete, prepare_image
 from trainbench.data.imagenet_tree import ImageTree, Source
@@ -153,3 +155,30 @@ def test_progress_line_shows_rate_and_eta() -> None:
     assert line.count("#") == 7
     assert "ETA" not in format_progress("verify", 10, None, 1.0)
     assert math.isfinite(len(format_progress("x", 0, 0, 0.0)))
+
+
+# CRC-32C: RFC 3720 (iSCSI) appendix B.4's vectors and the standard check value, for the library and the fallback.
+CRC_VECTORS = [
+    (bytes(32), 0x8A9136AA),
+    (b"\xff" * 32, 0x62A8AB43),
+    (bytes(range(32)), 0x46DD794E),
+    (bytes(range(31, -1, -1)), 0x113FDB5C),
+    (b"123456789", 0xE3069283),
+    (b"", 0x00000000),
+]
+
+
+@pytest.mark.parametrize("implementation", [crc32c_module.crc32c, crc32c_module.crc32c_numpy])
+@pytest.mark.parametrize(("data", "expected"), CRC_VECTORS)
+def test_crc32c_matches_the_published_vectors(implementation: Callable[[bytes], int], data: bytes,
+                                              expected: int) -> None:
+    assert implementation(data) == expected
+    assert implementation(memoryview(data)) == expected
+
+
+def test_the_c_library_is_what_runs_and_agrees_with_numpy_on_long_records() -> None:
+    assert crc32c_module.IMPLEMENTATION == "google-crc32c (C)"  # pinned in constraints.txt: no silent fallback
+    rng = np.random.default_rng(5)
+    for size in (1023, 1024, 110_000, 1_000_003):
+        data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+        assert crc32c_module.crc32c(data) == crc32c_module.crc32c_numpy(data)

@@ -211,6 +211,8 @@ add("model", [
     *number_cases(("model", "{w}/run_ok"), "--param", ("nodes", "")),
     *number_cases(("model", "{w}/run_ok"), "--leave-out", ("batch_size=4,", "batch_size=8")),
 ])
+add("report", [Case(("report", f"{{w}}/{name}", "-o", "{w}/never.html"), (f"{{w}}/{name}",))
+               for name in ("missing", "afile", "emptydir", "loop", "run_binary")])
 add("timeline", [Case(("timeline", f"{{w}}/{name}"), (f"{{w}}/{name}",))
                  for name in ("missing.csv", "afile", "emptydir", "garbage.bin", "empty.csv", "loop")])
 for runner in (("coreutil",), COREUTIL_SCRIPT):

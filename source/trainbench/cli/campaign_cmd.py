@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
                            args.only or (), args.replace_matrix)
     print(f"campaign: ran {len(outcome.ran)}, {len(outcome.failed)} with a failed batch size; skipped "
           f"{len(outcome.skipped)} finished before; results: {folder / 'results.csv'}")
+    print(f"report: trainbench report {folder}", flush=True)
     print(folder)
     return 1 if outcome.failed else 0
 

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "campaign_cmd",
     "variability_cmd",
     "model_cmd",
+    "report_cmd",
     "timeline_cmd",
 )
 

@@ -64,5 +64,6 @@ def run(args: argparse.Namespace) -> int:
     store = run_profile(window, configs, Path(args.output), lambda line: print(line, flush=True), metrics,
                         args.timeout, args.clock_control)
     print(format_fields(store.rows(), store.fields[:-1]))
+    print(f"report: trainbench report {store.path}", flush=True)
     print(store.path)
     return 0 if any(result.ok for result in store.results) else 1

@@ -84,5 +84,6 @@ def bench_configs(args: argparse.Namespace, model: ModelConfig) -> list[BenchCon
 def run(args: argparse.Namespace) -> int:
     configs = bench_configs(args, model_config(args))  # validates everything before a folder is made
     store = measure_throughput(configs, Path(args.output), lambda line: print(line, flush=True), args.timeout)
+    print(f"report: trainbench report {store.path}", flush=True)
     print(store.path)
     return 0 if any(result.ok for result in store.results) else 1

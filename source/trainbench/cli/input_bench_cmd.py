@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     bench = bench_from_args(args)
     result = measure_input(bench)
     workers = "all cores" if bench.workers is None else f"{bench.workers} workers"
-    print(f"input pipeline ({bench.framework}, {bench.loader} loader, {workers}, batch {bench.batch_size}, "
+    loader = f", {bench.loader} loader" if bench.framework == "torch" else ""  # TensorFlow has tf.data only
+    print(f"input pipeline ({bench.framework}{loader}, {workers}, batch {bench.batch_size}, "
           f"{bench.image_size} px): "
           f"{result['images_per_sec']:.1f} images/s ({result['images']} images in {result['seconds']:.3f} s)")
     print(json.dumps({"data": bench.data, "workers": bench.workers, **result}))

@@ -13,14 +13,13 @@ import sys
 from pathlib import Path
 
 from trainbench.bench.sweep import measure_throughput
-from trainbench.cli.report_cmd import gather
+from trainbench.cli.report_gather import write_report
 from trainbench.config import BenchConfig, ModelConfig
 from trainbench.data.convert import ConvertOptions, convert
 from trainbench.data.synth import SynthOptions, synth
-from trainbench.report.html import render
 from trainbench.report.plot import plot_throughput
 from trainbench.report.table import format_table
-from trainbench.results.files import create_run_dir, write_text_atomic
+from trainbench.results.files import create_run_dir
 
 # Small enough for 2 cores in a few minutes, large enough that the batch sizes differ measurably.
 CLASSES, TRAIN_PER_CLASS, VAL_PER_CLASS = 4, 16, 4
@@ -66,8 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     (root / "report.txt").write_text("\n".join(lines))
     print("\n".join(lines))
     print(f"plot: {root / 'throughput.png'}")
-    report = root / "report.html"
-    write_text_atomic(report, render(gather([root])))
+    report = write_report([root], root / "report.html")
     print(f"report: {report} (one self-contained page: open it in a browser)")
     print(root)
     return 0

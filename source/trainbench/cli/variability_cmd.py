@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     folder = run_variability(configs, gpus, Path(args.output), lambda line: print(line, flush=True),
                              args.repetitions, args.parallel, args.outlier_threshold, args.timeout)
     _print_report(folder, args.outlier_threshold)
+    print(f"report: trainbench report {folder}", flush=True)
     print(folder)
     return 0
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainbench.analysis.coreutil import CORES, analyze_file
 from trainbench.errors import UsageError
@@ -17,10 +17,14 @@ from trainbench.profile.gpu_target import GpuTarget
 from trainbench.profile.tools import counter_permission_failure, find_binary
 from trainbench.results.files import batch_file
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 SUFFIX = ".avg.pct_of_peak_sustained_elapsed"  # share of all elapsed cycles, as the original suite reported
 WEIGHTS = ("gpc__cycles_elapsed.max", "gpu__time_duration.sum")  # coreutil's weight; the duration for reading
 # Volta, Turing and A100 have an FP16 pipe of their own; from 8.6 on FP16 runs on the FMA pipes.
 FP16_PIPE_CCS = {(7, 0), (7, 2), (7, 5), (8, 0)}
+KERNELS_SUFFIX = ".kernels.csv"  # batch_<X>.kernels.csv: coreutil's per-kernel table of that batch size
 
 
 def pipe_bases(cc: tuple[int, int]) -> list[str]:
@@ -54,6 +58,17 @@ def filter_by_query(metrics: list[str], known: set[str]) -> tuple[list[str], lis
     # The weights exist on every GPU ncu supports; some ncu versions leave them out of the listing.
     kept = [m for m in metrics if m in WEIGHTS or m.split(".")[0] in known]
     return kept, [m for m in metrics if m not in kept]
+
+
+def read_kernel_table(run_dir: Path, batch_size: int) -> pd.DataFrame | None:
+    """A batch size's per-kernel table as ``Ncu.analyze`` wrote it (kernel, launches, weight_share, the four
+    units; largest weight share first); None when absent or unreadable."""
+    import pandas as pd
+
+    try:
+        return pd.read_csv(batch_file(run_dir, batch_size, KERNELS_SUFFIX))
+    except (OSError, ValueError, pd.errors.ParserError):
+        return None
 
 
 class Ncu:
@@ -96,7 +111,7 @@ class Ncu:
     def analyze(self, run_dir: Path, batch_size: int) -> dict[str, Any]:
         result = analyze_file(batch_file(run_dir, batch_size, ".csv"))
         # Which kernels the averages come from: the "why" behind each batch size's row.
-        result.per_kernel.to_csv(batch_file(run_dir, batch_size, ".kernels.csv"))
+        result.per_kernel.to_csv(batch_file(run_dir, batch_size, KERNELS_SUFFIX))
         return {"kernels": result.launches,
                 **{core: result.cores[core].value for core in CORES},
                 **{f"{core}_metric": result.cores[core].metric for core in CORES}}

@@ -6,6 +6,7 @@ from the export (kernel intervals clipped to the window and merged across stream
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -14,9 +15,11 @@ from trainbench.errors import UsageError
 from trainbench.profile.gpu_target import GpuTarget
 from trainbench.profile.tools import find_binary
 from trainbench.results.files import batch_file, write_json_atomic
+from trainbench.results.records import unstamped
 
 TRACES = "cuda,nvtx,cudnn,cublas"
 EXPORT_TIMEOUT_S = 1800  # a report of a whole training run can take minutes to export
+TIMELINE_SUFFIX = ".timeline.json"  # batch_<X>.timeline.json: analysis.timeline.summarize of that batch size
 
 
 def missing_report(report: Path) -> str:
@@ -42,6 +45,16 @@ def export_sqlite(binary: str, report: Path, database: Path) -> Path:
         lines = (result.stdout + result.stderr).strip().splitlines()
         raise UsageError(f"{report}: nsys export failed ({lines[-1] if lines else f'exit {result.returncode}'})")
     return database
+
+
+def read_timeline_summary(run_dir: Path, batch_size: int) -> dict[str, Any] | None:
+    """A batch size's timeline summary as ``Nsys.analyze`` wrote it (top kernels, per-step GPU time...); None when
+    absent or unreadable."""
+    try:
+        summary = json.loads(batch_file(run_dir, batch_size, TIMELINE_SUFFIX).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return unstamped(summary) if isinstance(summary, dict) else None
 
 
 class Nsys:
@@ -72,7 +85,7 @@ class Nsys:
         if not report.exists():
             raise UsageError(missing_report(report))
         summary = summarize(self.export(report))
-        write_json_atomic(batch_file(run_dir, batch_size, ".timeline.json"), summary)
+        write_json_atomic(batch_file(run_dir, batch_size, TIMELINE_SUFFIX), summary)
         top = summary["top_kernels"]
         return {
             "gpu_busy_fraction": summary["gpu_busy_fraction"],

@@ -7,7 +7,8 @@ last line cut short are read for what they hold, and a file that cannot be read 
 - ``read_timeline``: every batch size's rows in one frame, with ``batch_size`` from the file name.
 - ``timed_spans``: the timed windows, as the figure shades them.
 - ``throttled_samples``: the sample rows limited by power or temperature, as the figure marks them.
-- ``plot_telemetry``: the figure; False (nothing written) when there is no sample row.
+- ``telemetry_figure``: the figure (None without a sample row); ``plot_telemetry`` writes it (False: nothing
+  written).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from trainbench.telemetry.schema import (
 
 if TYPE_CHECKING:  # pandas (~0.3 s) is imported where used: bench.sweep imports this module at its start
     import pandas as pd
+    from matplotlib.figure import Figure
 
 BATCH_SIZE = "batch_size"  # the column read_timeline adds, from batch_<X>.csv
 _FILE_NAME = re.compile(r"batch_(\d+)\.csv")
@@ -132,16 +134,25 @@ def throttled_samples(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_telemetry(telemetry_dir: Path, path: Path, title: str) -> bool:
-    """The run's timeline at ``path``: one panel per measure (``PANELS``) sharing a time axis, one line per GPU,
-    the timed windows shaded, power or thermal limits marked on the clock. False, and no file, without a sample:
-    an empty figure would look like a measurement."""
+    """``telemetry_figure`` written to ``path``. False, and no file, without a sample: an empty figure would look
+    like a measurement."""
+    figure = telemetry_figure(telemetry_dir, title)
+    if figure is None:
+        return False
+    figure.savefig(path)
+    return True
+
+
+def telemetry_figure(telemetry_dir: Path, title: str) -> Figure | None:
+    """The run's timeline: one panel per measure (``PANELS``) sharing a time axis, one line per GPU, the timed
+    windows shaded, power or thermal limits marked on the clock; None without a sample row."""
     from matplotlib.figure import Figure  # a Figure of its own, no pyplot: see report.plot
     from matplotlib.transforms import blended_transform_factory
 
     frame = read_timeline(telemetry_dir)
     samples = frame[(frame["event"] == EVENT_SAMPLE) & frame["gpu"].notna()]
     if samples.empty:
-        return False
+        return None
     origin = float(frame["time_s"].min())
     gpus = sorted(int(gpu) for gpu in samples["gpu"].unique())
     figure = Figure(figsize=(10, 7.5), dpi=120)
@@ -170,8 +181,7 @@ def plot_telemetry(telemetry_dir: Path, path: Path, title: str) -> bool:
     panels[0].set_title(title)
     panels[-1].set_xlabel("seconds since the run's first telemetry row")
     figure.tight_layout()
-    figure.savefig(path)
-    return True
+    return figure
 
 
 def _segments(rows: pd.DataFrame, field: str, origin: float) -> tuple[list[float], list[float]]:

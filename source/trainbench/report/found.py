@@ -1,0 +1,104 @@
+"""What the report was given: plain records of the runs, profiles, campaigns... found under the folders.
+
+``cli/report_cmd.py`` fills them through the suite's own readers (the results model, the campaign table, the
+variability analysis, compare); the sections (``report/sections.py``) only draw them. An empty list is a section
+that explains its absence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class Run:
+    """A throughput run or a profile: its folder, settings (the summary's header), result rows (``to_row``) and
+    the pictures in its folder."""
+
+    path: Path
+    header: dict[str, Any]
+    rows: list[dict[str, Any]]
+    pictures: list[Path] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A profiled sweep with the details its profiler left beside profile.json, by batch size."""
+
+    run: Run
+    top_kernels: dict[int, pd.DataFrame] = field(default_factory=dict)  # ncu's per-kernel table, nsys' top kernels
+    step_gpu_ms: dict[int, list[float]] = field(default_factory=dict)  # nsys: each profiled step's GPU busy time
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One env.json and the run folders whose environment is the same machine and software."""
+
+    env: dict[str, Any]
+    folders: list[Path]
+
+
+@dataclass(frozen=True)
+class Campaign:
+    path: Path
+    table: pd.DataFrame  # campaign_table: one row per run x batch size x window
+    summary: pd.DataFrame  # campaign_summary: one row per configuration over its repetitions
+
+
+@dataclass(frozen=True)
+class Variability:
+    path: Path
+    runs: pd.DataFrame  # one row per (GPU, repetition, batch size)
+    gpus: pd.DataFrame  # per GPU, against the median GPU
+    across: pd.DataFrame  # per batch size, the spread over the GPUs
+    threshold: float  # the outlier threshold (a fraction)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``trainbench compare A B`` of two runs found: the table, or why there is none."""
+
+    run_a: Path
+    run_b: Path
+    table: pd.DataFrame | None
+    differences: list[tuple[str, Any, Any]] = field(default_factory=list)  # settings that differ: (name, A, B)
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    path: Path  # the folder holding model.json (and model.png)
+    content: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Training:
+    path: Path
+    config: dict[str, Any] | None  # config.json, None when unreadable
+    epochs: list[dict[str, Any]]  # metrics.jsonl
+    failures: list[dict[str, Any]] = field(default_factory=list)  # failures.jsonl
+
+
+@dataclass
+class ReportData:
+    """Everything found under the folders given (``sources``); ``skipped``: files that could not be read, with why."""
+
+    sources: list[str]
+    environments: list[Environment] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+    profiles: list[Profile] = field(default_factory=list)
+    campaigns: list[Campaign] = field(default_factory=list)
+    variability: list[Variability] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)
+    models: list[ModelFile] = field(default_factory=list)
+    trainings: list[Training] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.runs or self.profiles or self.campaigns or self.variability or self.models
+                    or self.trainings)

@@ -1,0 +1,126 @@
+"""The HTML building blocks of the report page: escaped cells and tables, embedded pictures, sections, the page.
+
+Every value goes through ``cell`` or ``html.escape``; pictures become ``data:`` URIs and the style is inline, so
+the page needs nothing but itself: it renders the same offline and can be sent as one file.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
+
+STYLE = """body{font-family:sans-serif;margin:2em auto;max-width:1300px;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{border-bottom:1px solid #aaa;padding-bottom:.2em;margin-top:1.8em}
+h3{font-size:1.05em;margin-bottom:.3em}div.wide{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;margin:.4em 0 1em;font-size:.82em}
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:right;vertical-align:top}
+th{background:#eee;font-weight:600;max-width:9em}td.text{text-align:left;max-width:42em;overflow-wrap:break-word}
+p.absent{color:#666;font-style:italic}p.note{color:#444;font-size:.9em}tr.failed td{background:#fde2e2}
+img{max-width:100%;border:1px solid #ddd;margin:.3em 0}nav{line-height:1.8}nav a{margin-right:1em}
+code{background:#f4f4f4;padding:0 .2em;overflow-wrap:anywhere}"""
+
+
+def cell(value: Any) -> str:
+    """A value as table text: numbers to 4 significant digits, None and NaN empty, everything escaped."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or _is_missing(value):
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list | tuple):
+        return html.escape(", ".join(cell_text(item) for item in value))
+    return html.escape(str(value))
+
+
+def cell_text(value: Any) -> str:
+    """``cell`` before escaping (for values joined into one cell)."""
+    return html.unescape(cell(value))
+
+
+def _is_missing(value: Any) -> bool:
+    """pandas' NA and numpy's NaN types, without importing either here."""
+    try:
+        return bool(value != value)  # NaN and NA are the only values not equal to themselves
+    except TypeError:  # pd.NA: its comparison has no truth value
+        return True
+
+
+def header_cell(name: str) -> str:
+    """A column name that may wrap after its underscores: long names do not widen the table."""
+    return "_<wbr>".join(html.escape(part) for part in name.split("_"))
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]], failed: Sequence[bool] = ()) -> str:
+    """An HTML table (scrolling sideways inside the page when wider); rows flagged in ``failed`` are shaded."""
+    head = "".join(f"<th>{header_cell(name)}</th>" for name in header)
+    lines = []
+    for index, row in enumerate(rows):
+        marked = ' class="failed"' if index < len(failed) and failed[index] else ""
+        cells = "".join(f'<td{" class=text" if _is_text(v) else ""}>{cell(v)}</td>' for v in row)
+        lines.append(f"<tr{marked}>{cells}</tr>")
+    return f'<div class="wide"><table><tr>{head}</tr>{"".join(lines)}</table></div>'
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str | list | tuple)
+
+
+def frame_table(frame: pd.DataFrame, failed: Sequence[bool] = ()) -> str:
+    return table([str(name) for name in frame.columns], frame.astype(object).itertuples(index=False, name=None),
+                 failed)
+
+
+def png(data: bytes, alt: str) -> str:
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{base64.b64encode(data).decode("ascii")}">'
+
+
+def image(path: Path) -> str:
+    """A PNG file embedded in the page."""
+    return png(path.read_bytes(), path.name)
+
+
+def figure_image(figure: Figure, alt: str) -> str:
+    """A matplotlib Figure embedded in the page."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return png(buffer.getvalue(), alt)
+
+
+def paragraph(text: str, kind: str = "") -> str:
+    return f'<p{f" class={kind}" if kind else ""}>{html.escape(text)}</p>'
+
+
+def heading(text: str) -> str:
+    return f"<h3>{html.escape(text)}</h3>"
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str  # the anchor
+    title: str
+    body: str | None  # None: absent
+    absent: str = ""  # why, when absent
+
+    def render(self) -> str:
+        content = self.body if self.body is not None else paragraph(self.absent, "absent")
+        return f'<section id="{html.escape(self.key)}"><h2>{html.escape(self.title)}</h2>{content}</section>'
+
+
+def page(title: str, preamble: str, sections: Sequence[Section]) -> str:
+    """The whole document: title, what it was made from, links to the sections, the sections."""
+    links = "".join(f'<a href="#{html.escape(s.key)}">{html.escape(s.title)}</a>' for s in sections)
+    body = "".join(section.render() for section in sections)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f'<meta name="viewport" content="width=device-width"><style>{STYLE}</style></head><body>'
+            f"<h1>{html.escape(title)}</h1>{preamble}<nav>{links}</nav>{body}</body></html>\n")

@@ -1,0 +1,530 @@
+"""The report's sections, one function each: the numbers in tables, the pictures beside them, or one line saying
+why there is nothing to show. They draw ``report.found`` records and read no other command's output."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from trainbench.report.found import Campaign, Comparison, Environment, ModelFile, Profile, ReportData, Run, Training
+from trainbench.report.page import Section, cell_text, figure_image, frame_table, heading, image, paragraph, table
+from trainbench.report.plot import batch_size_figure
+from trainbench.report.telemetry_plot import telemetry_figure
+from trainbench.telemetry.schema import TELEMETRY_DIR
+
+TOP_KERNELS = 10  # rows of a top-kernel table
+
+
+# --- labels and shared helpers --------------------------------------------------------------------------------
+
+
+def run_label(run: Run) -> str:
+    """framework precision device, image size and data, as the settings in summary.json say."""
+    header, model = run.header, run.header.get("model") or {}
+    data = header.get("data") or "synthetic"
+    parts = [header.get("framework") or model.get("framework"), header.get("precision") or model.get("precision"),
+             f"on {header.get('device') or model.get('device')}"]
+    size = header.get("image_size") or model.get("image_size")
+    if size:
+        parts.append(f"{size}px")
+    parts.append("synthetic data" if data == "synthetic" else f"data {Path(str(data)).name}")
+    if header.get("profiler"):
+        parts.insert(0, f"{header['profiler']} profile:")
+    return " ".join(str(part) for part in parts if part)
+
+
+def titled(run: Run) -> str:
+    return f"{run_label(run)} ({run.path.name})"
+
+
+def unique_labels(runs: Sequence[Run]) -> list[str]:
+    """Each run's label, with its folder's name where two runs would otherwise share one."""
+    labels = [run_label(run) for run in runs]
+    return [titled(run) if labels.count(label) > 1 else label for run, label in zip(runs, labels, strict=True)]
+
+
+def filled(columns: Sequence[str], rows: Sequence[dict[str, Any]], keep: Sequence[str] = ()) -> list[str]:
+    """The columns that hold a value in some row (and those in ``keep``): no column of blanks."""
+    return [name for name in columns if name in keep or any(row.get(name) is not None for row in rows)]
+
+
+def rows_table(columns: Sequence[str], rows: Sequence[dict[str, Any]], keep: Sequence[str] = ("batch_size",)) -> str:
+    """``rows`` under the ``columns`` that hold something; rows whose status is not ok shaded."""
+    shown = filled(columns, rows, keep)
+    return table(shown, [[row.get(name) for name in shown] for row in rows],
+                 [row.get("status", "ok") != "ok" for row in rows])
+
+
+def absent(key: str, title: str, why: str) -> Section:
+    return Section(key, title, None, why)
+
+
+# --- environment ----------------------------------------------------------------------------------------------
+
+
+def _environment_fields(env: dict[str, Any]) -> dict[str, Any]:
+    gpu = env.get("gpu") or {}
+    names = [str(g.get("name")) for g in gpu.get("gpus") or [] if g.get("name")]
+    fields = {
+        "command": " ".join(map(str, env.get("command") or [])) or None,
+        "time (UTC)": env.get("time_utc"),
+        "trainbench": f"{env.get('trainbench_version')} (commit {env.get('suite_commit')})",
+        "host": env.get("hostname"),
+        "platform": env.get("platform"),
+        "python": env.get("python"),
+        "CPU": env.get("cpu_model"),
+        "CPU cores (usable)": f"{env.get('cpu_count')} ({env.get('cpus_usable', env.get('cpu_count'))})",
+        "CUDA_VISIBLE_DEVICES": env.get("cuda_visible_devices"),
+        "GPUs": ", ".join(names) or f"none seen by NVML ({gpu.get('unavailable') or 'no GPU'})",
+        "GPU driver": gpu.get("driver"),
+        "CUDA driver": gpu.get("cuda_driver"),
+    }
+    for name, value in (env.get("framework") or {}).items():  # what the workers' framework reported
+        fields[name if name not in fields else f"framework: {name}"] = value
+    return fields
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None or value == "" or value == [] else cell_text(value)
+
+
+_GPU_COLUMNS = ("index", "name", "compute_capability", "memory_total_mib", "sm_clock_mhz", "sm_clock_max_mhz",
+                "sm_application_clock_mhz", "memory_clock_mhz", "memory_clock_max_mhz", "power_w", "power_limit_w",
+                "temperature_c", "performance_state", "persistence_mode", "unavailable")
+
+
+def _environment_column(environment: Environment) -> str:
+    more = len(environment.folders) - 1
+    return environment.folders[0].name + (f" and {more} more" if more else "")
+
+
+def environment_section(data: ReportData) -> Section:
+    title = "Environment"
+    if not data.environments:
+        return absent("environment", title, "No env.json in the folders given: the runs' machine is unknown.")
+    fields = [_environment_fields(environment.env) for environment in data.environments]
+    names = list(dict.fromkeys(name for each in fields for name in each))
+    # as text (left-aligned like the rest of the column); a row empty in every column is left out
+    rows = [[name, *(_text_or_none(each.get(name)) for each in fields)] for name in names]
+    rows = [row for row in rows if any(value is not None for value in row[1:])]
+    parts = [paragraph("As each run recorded it before measuring (env.json); runs on the same machine and software "
+                       "share a column.", "note"),
+             table(["", *map(_environment_column, data.environments)], rows)]
+    for environment in data.environments:
+        gpus = (environment.env.get("gpu") or {}).get("gpus") or []
+        if gpus:
+            parts.append(heading(f"GPUs of {_environment_column(environment)} (NVML, idle, before the run)"))
+            parts.append(rows_table(_GPU_COLUMNS, gpus, keep=("index", "name")))
+    return Section("environment", title, "".join(parts))
+
+
+# --- throughput, failures, input ------------------------------------------------------------------------------
+
+_THROUGHPUT = ("batch_size", "status", "images_per_sec", "images_per_sec_median", "images_per_sec_min",
+               "images_per_sec_max", "windows", "step_time_median_s", "step_time_p10_s", "step_time_p90_s",
+               "step_time_mad_s", "timed_steps", "warmup_steps", "world_size", "input_images_per_sec", "input_bound",
+               "compile_s")
+
+
+def throughput_figure(runs: Sequence[Run]) -> str:
+    lines = {label: (run.rows, "images_per_sec") for label, run in zip(unique_labels(runs), runs, strict=True)}
+    figure = batch_size_figure(lines, "ResNet-50 training throughput (bars: slowest to fastest window)",
+                               "images/s (images / timed window)", spread=("images_per_sec_min", "images_per_sec_max"))
+    return figure_image(figure, "images/s against batch size")
+
+
+def throughput_section(data: ReportData) -> Section:
+    title = "Throughput against batch size"
+    if not data.runs:
+        return absent("throughput", title, "No throughput run (summary.json) in the folders given.")
+    parts = [paragraph("images_per_sec: all timed images / all timed wall time (warm-up excluded); its median, min "
+                       "and max over the timed windows (--repeats) show the spread; step times over every timed step. "
+                       "Failed batch sizes are shaded, with their reasons under Failed batch sizes.", "note"),
+             throughput_figure(data.runs)]
+    for run in data.runs:
+        steps = f"{run.header.get('warmup_steps')} warm-up + {run.header.get('timed_steps')} timed steps per window"
+        parts += [heading(titled(run)), paragraph(steps, "note"), rows_table(_THROUGHPUT, run.rows,
+                                                                             ("batch_size", "status"))]
+    return Section("throughput", title, "".join(parts))
+
+
+def _campaign_rows(campaign: Campaign) -> list[dict[str, Any]]:
+    """One row per run folder x batch size (the table repeats a batch size's values on each window's row)."""
+    frame = campaign.table.drop_duplicates(["run_folder", "batch_size"])
+    return [{key: (None if _missing(value) else value) for key, value in row.items()}
+            for row in frame.to_dict("records")]
+
+
+def _missing(value: Any) -> bool:
+    return not isinstance(value, list | tuple | dict) and bool(pd.isna(value))
+
+
+def failures_section(data: ReportData) -> Section:
+    title = "Failed batch sizes"
+    rows = [(titled(run), row.get("batch_size"), row.get("status"), row.get("error"))
+            for run in [*data.runs, *(profile.run for profile in data.profiles)]
+            for row in run.rows if row.get("status") != "ok"]
+    rows += [(f"campaign {campaign.path.name}: {row.get('run_folder')}", row.get("batch_size"), row.get("status"),
+              row.get("error")) for campaign in data.campaigns for row in _campaign_rows(campaign)
+             if row.get("status") != "ok"]
+    rows += [(f"variability {study.path.name}: {row['run']}", row["batch_size"], row["status"], row["error"])
+             for study in data.variability for row in study.runs.to_dict("records") if row["status"] != "ok"]
+    rows += [(f"training {training.path.name}", failure.get("batch_size"), failure.get("status"),
+              f"{failure.get('error')} (after {failure.get('epochs_finished')} epochs)")
+             for training in data.trainings for failure in training.failures]
+    if not rows:
+        return absent("failures", title, "Every batch size measured ran to the end (no oom, error or interruption).")
+    return Section("failures", title, table(["where", "batch_size", "status", "reason"], rows, [True] * len(rows)))
+
+
+def input_section(data: ReportData) -> Section:
+    title = "Input-bound verdicts"
+    rows = [(titled(run), row["batch_size"], row.get("images_per_sec"), row.get("input_images_per_sec"),
+             row.get("input_bound")) for run in data.runs for row in run.rows
+            if row.get("input_images_per_sec") is not None]
+    rows += [(f"campaign {campaign.path.name}: {row.get('run_folder')}", row.get("batch_size"),
+              row.get("images_per_sec"), row.get("input_images_per_sec"), row.get("input_bound"))
+             for campaign in data.campaigns for row in _campaign_rows(campaign)
+             if row.get("input_images_per_sec") is not None]
+    if not rows:
+        return absent("input", title, "No run on real data (--data): the input pipeline was not measured alone, so "
+                      "there is nothing to judge.")
+    note = paragraph("input_bound: the input pipeline alone (same batch size, no model) delivers less than 1.1 x the "
+                     "training rate measured with it: the run measured the pipeline at least as much as the step.",
+                     "note")
+    return Section("input", title, note + table(
+        ["run", "batch_size", "training images/s", "pipeline alone images/s", "input_bound"], rows))
+
+
+# --- campaigns ------------------------------------------------------------------------------------------------
+
+
+def _summary_lines(summary: pd.DataFrame) -> dict[str, tuple[list[dict[str, Any]], str]]:
+    """The summary as figure lines: one per configuration, a point per batch size with its repetitions' range."""
+    lines: dict[str, tuple[list[dict[str, Any]], str]] = {}
+    for row in summary.to_dict("records"):
+        if _missing(row["batch_size"]):
+            continue
+        point = {"batch_size": int(row["batch_size"]), "status": "ok" if row["ok"] else "error",
+                 **{name: None if _missing(row[name]) else row[name] for name in
+                    ("images_per_sec_median", "images_per_sec_min", "images_per_sec_max")}}
+        lines.setdefault(str(row["config"]), ([], "images_per_sec_median"))[0].append(point)
+    return lines
+
+
+def campaign_part(campaign: Campaign) -> str:
+    summary = campaign.summary
+    runs = campaign.table["run_folder"].nunique() if "run_folder" in campaign.table else 0
+    parts = [heading(f"campaign {campaign.path.name}"),
+             paragraph(f"{runs} finished run folders; one row per configuration and batch size over its "
+                       "repetitions (ok of runs); spread_pct = (max - min) / median x 100.", "note")]
+    if summary["scaling_efficiency"].notna().any():
+        parts.append(paragraph("scaling_efficiency: the median images/s with N processes / (N x the same "
+                               "configuration's median with 1 process).", "note"))
+    else:
+        summary = summary.drop(columns="scaling_efficiency")
+        parts.append(paragraph("No scaling efficiency: the matrix has no gpus axis with 1 and more processes.",
+                               "note"))
+    parts.append(frame_table(summary, [not ok for ok in summary["ok"].fillna(0)]))
+    lines = _summary_lines(campaign.summary)
+    if lines:
+        figure = batch_size_figure(lines, f"campaign {campaign.path.name}: median over repetitions (bars: min-max)",
+                                   "images/s", spread=("images_per_sec_min", "images_per_sec_max"))
+        parts.append(figure_image(figure, "campaign images/s against batch size"))
+    return "".join(parts)
+
+
+def campaigns_section(data: ReportData) -> Section:
+    title = "Campaigns and scaling efficiency"
+    if not data.campaigns:
+        return absent("campaigns", title, "No campaign folder (campaign.json) in the folders given.")
+    return Section("campaigns", title, "".join(campaign_part(campaign) for campaign in data.campaigns))
+
+
+# --- telemetry ------------------------------------------------------------------------------------------------
+
+_TELEMETRY = ("batch_size", "energy_j", "joules_per_image", "images_per_joule", "mean_power_w", "sampled_power_w",
+              "sm_clock_median_mhz", "temperature_max_c", "throttle_power_fraction", "throttle_thermal_fraction",
+              "telemetry_samples", "telemetry_note")
+
+
+def _run_telemetry(run: Run) -> str:
+    measured = [row for row in run.rows if row.get("energy_j") is not None or row.get("telemetry_samples")]
+    figure = telemetry_figure(run.path / TELEMETRY_DIR, f"GPU telemetry: {run_label(run)}")
+    if not measured and figure is None:
+        return ""
+    parts = [heading(titled(run))]
+    if measured:
+        parts.append(rows_table(_TELEMETRY, measured))
+    if figure is not None:
+        parts.append(figure_image(figure, "SM clock, power and temperature against time"))
+    return "".join(parts)
+
+
+def _campaign_telemetry(campaign: Campaign) -> str:
+    rows = [row for row in _campaign_rows(campaign) if row.get("energy_j") is not None]
+    if not rows:
+        return ""
+    columns = ["run_folder", "config", *(name for name in _TELEMETRY if name != "telemetry_note")]
+    return heading(f"campaign {campaign.path.name}") + rows_table(columns, rows, ("run_folder", "batch_size"))
+
+
+def telemetry_section(data: ReportData) -> Section:
+    title = "GPU telemetry"
+    parts = [part for part in [*map(_run_telemetry, data.runs), *map(_campaign_telemetry, data.campaigns)] if part]
+    if not parts:
+        notes = {row.get("telemetry_note") for run in data.runs for row in run.rows if row.get("telemetry_note")}
+        why = f" Recorded: {'; '.join(sorted(notes))}." if notes else ""
+        return absent("telemetry", title, "No GPU telemetry in the runs found: energy, power and clocks are read "
+                      f"from NVML during runs on a GPU.{why}")
+    note = paragraph("Over the timed windows: energy from NVML's energy counter, joules per image, mean power, the "
+                     "SM clock's median and the share of time held down by the power cap or heat; the figure shows "
+                     "the whole run with the timed windows shaded.", "note")
+    return Section("telemetry", title, note + "".join(parts))
+
+
+# --- profiles -------------------------------------------------------------------------------------------------
+
+_COREUTIL = ("batch_size", "status", "kernels", "fma", "fp16", "tensor", "sfu", "profiled_iterations")
+_TIMELINE = ("batch_size", "status", "gpu_busy_fraction", "window_ms", "steps", "step_gpu_ms_median", "memcpy_ms",
+             "kernels", "top_kernel", "profiled_iterations")
+_FRAMEWORK = ("batch_size", "status", "profiled_iterations", "profiled_images_per_sec", "trace", "top_operator")
+_COREUTIL_TOOLS, _TIMELINE_TOOLS, _FRAMEWORK_TOOLS = ("ncu",), ("nsys", "nvprof"), ("torch", "tf")
+
+
+def _profiles_of(data: ReportData, tools: tuple[str, ...]) -> list[Profile]:
+    return [profile for profile in data.profiles if profile.run.header.get("profiler") in tools]
+
+
+def _kernel_tables(profile: Profile, describe: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> str:
+    """Each batch size's top kernels, first ``TOP_KERNELS`` of them, through ``describe`` (units) when given."""
+    parts = []
+    for batch, kernels in sorted(profile.top_kernels.items()):
+        shown = kernels.head(TOP_KERNELS)
+        parts.append(heading(f"batch {batch}: top {len(shown)} of {len(kernels)} kernels"))
+        parts.append(frame_table(describe(shown) if describe else shown))
+    return "".join(parts)
+
+
+def _metrics_note(run: Run) -> str:
+    first = next((row for row in run.rows if row.get("fma_metric")), None)
+    metrics = "; ".join(f"{core}: {first[f'{core}_metric']}" for core in ("fma", "fp16", "tensor", "sfu")
+                        if first and first.get(f"{core}_metric"))
+    clocks = run.header.get("clock_control")
+    text = ("% of peak sustained, averaged over the window's kernels weighted by their cycles"
+            + (f"; clock control {clocks}" if clocks else "") + (f". Metrics: {metrics}" if metrics else ""))
+    return paragraph(text, "note")
+
+
+def coreutil_section(data: ReportData) -> Section:
+    title = "Core utilization (Nsight Compute)"
+    profiles = _profiles_of(data, _COREUTIL_TOOLS)
+    if not profiles:
+        return absent("coreutil", title, "No ncu profile (profiled_data_ncu/profile.json) in the folders given.")
+    parts = []
+    for profile in profiles:
+        run = profile.run
+        parts += [heading(titled(run)), _metrics_note(run), rows_table(_COREUTIL, run.rows, ("batch_size", "status"))]
+        parts += [image(picture) for picture in run.pictures]
+        parts.append(_kernel_tables(profile))  # coreutil's per-kernel table as written
+    return Section("coreutil", title, "".join(parts))
+
+
+def _nsys_kernels(kernels: pd.DataFrame) -> pd.DataFrame:
+    """nsys' top kernels in readable units: total ms, mean µs, share of the kernel time."""
+    return pd.DataFrame({"name": kernels["name"], "total_ms": kernels["total_ns"] / 1e6,
+                         "instances": kernels["instances"], "mean_us": kernels["mean_ns"] / 1e3,
+                         "share": kernels["share"]})
+
+
+def _step_table(profile: Profile) -> str:
+    rows = [(batch, len(steps), min(steps), pd.Series(steps).median(), max(steps), steps)
+            for batch, steps in sorted(profile.step_gpu_ms.items()) if steps]
+    if not rows:
+        return ""
+    return heading("GPU time per profiled step (ms, kernels merged across streams)") + table(
+        ["batch_size", "steps", "min_ms", "median_ms", "max_ms", "each step (ms)"], rows)
+
+
+def timeline_section(data: ReportData) -> Section:
+    title = "GPU timeline (Nsight Systems, nvprof)"
+    profiles = _profiles_of(data, _TIMELINE_TOOLS)
+    if not profiles:
+        return absent("timeline", title, "No nsys or nvprof profile (profiled_data_nsys/profile.json) in the folders "
+                      "given.")
+    parts = [paragraph("gpu_busy_fraction: the share of the profiled window in which some kernel ran (kernels of "
+                       "concurrent streams merged, not summed).", "note")]
+    for profile in profiles:
+        run = profile.run
+        parts += [heading(titled(run)), rows_table(_TIMELINE, run.rows, ("batch_size", "status")), _step_table(profile)]
+        parts += [image(picture) for picture in run.pictures]
+        parts.append(_kernel_tables(profile, _nsys_kernels))
+    return Section("timeline", title, "".join(parts))
+
+
+def framework_profiles_section(data: ReportData) -> Section:
+    title = "Framework profiler traces"
+    profiles = _profiles_of(data, _FRAMEWORK_TOOLS)
+    if not profiles:
+        return absent("framework-profiles", title, "No torch or tf profiler run (profiled_data_torch, "
+                      "profiled_data_tf) in the folders given.")
+    parts = [paragraph("Traces to open in TensorBoard or Perfetto, relative to each profile's folder.", "note")]
+    for profile in profiles:
+        parts += [heading(titled(profile.run)), rows_table(_FRAMEWORK, profile.run.rows, ("batch_size", "status"))]
+    return Section("framework-profiles", title, "".join(parts))
+
+
+# --- variability, comparisons, models, training ---------------------------------------------------------------
+
+
+def variability_section(data: ReportData) -> Section:
+    title = "Variability across GPUs"
+    if not data.variability:
+        return absent("variability", title, "No variability folder (variability.json) in the folders given.")
+    parts = []
+    for study in data.variability:
+        parts += [heading(f"{study.path.name}: each GPU's median over its repetitions"),
+                  paragraph(f"vs_median_pct: against the median GPU at that batch size; outlier: slower than it by "
+                            f"more than {study.threshold * 100:g} %.", "note"),
+                  frame_table(study.gpus, list(study.gpus["outlier"].astype(bool))),
+                  heading("spread per batch size (over the GPUs' medians, and over every repetition)"),
+                  frame_table(study.across)]
+    return Section("variability", title, "".join(parts))
+
+
+def _comparison_part(comparison: Comparison) -> str:
+    parts = [heading(f"{comparison.run_b.name} (B) against {comparison.run_a.name} (A)")]
+    if comparison.differences:
+        differences = "; ".join(f"{name} (A {cell_text(a)}, B {cell_text(b)})" for name, a, b in comparison.differences)
+        parts.append(paragraph(f"The runs differ in {differences}.", "note"))
+    if comparison.problem is not None:
+        parts.append(paragraph(comparison.problem, "absent"))
+    elif comparison.table is not None and comparison.table.empty:
+        parts.append(paragraph("No batch size was measured successfully in both runs.", "absent"))
+    elif comparison.table is not None:
+        parts.append(frame_table(comparison.table))
+    return "".join(parts)
+
+
+def comparisons_section(data: ReportData) -> Section:
+    title = "Comparisons"
+    if not data.comparisons:
+        return absent("comparisons", title, "Fewer than two throughput runs: nothing to compare.")
+    note = paragraph("As trainbench compare A B: every run against the first one found (A). change_pct: B's images/s "
+                     "over A's; p_value: two-sided Mann-Whitney U on the windows' images/s (3 or more windows "
+                     "each), else on the step times (sample); significant: p < 0.05.", "note")
+    return Section("comparisons", title, note + "".join(map(_comparison_part, data.comparisons)))
+
+
+_MODEL = ("label", "metric", "function", "smape", "adjusted_r2", "rss", "relative_error", "values")
+
+
+def _model_predictions(model: dict[str, Any]) -> str:
+    items = [f"at {_point(p.get('at'))}: {cell_text(p.get('value'))}"
+             + (" (extrapolated)" if p.get("extrapolated") else "") for p in model.get("predictions") or []]
+    items += [f"left out {_point(c.get('at'))}: measured {cell_text(c.get('measured'))}, predicted "
+              f"{cell_text(c.get('predicted'))}" for c in model.get("checks") or []]
+    return "; ".join(items)
+
+
+def _point(at: Any) -> str:
+    if not isinstance(at, dict):
+        return str(at)
+    return ", ".join(f"{name}={cell_text(value)}" for name, value in at.items())
+
+
+def _model_part(found: ModelFile) -> str:
+    models = [model for model in found.content.get("models") or [] if isinstance(model, dict)]
+    rows = [[*(model.get(name) for name in _MODEL), _model_predictions(model), model.get("warnings") or None]
+            for model in models]
+    parts = [heading(found.path.name), table([*_MODEL, "predictions and checks", "warnings"], rows)]
+    if (found.path / "model.png").is_file():
+        parts.append(image(found.path / "model.png"))
+    return "".join(parts)
+
+
+def models_section(data: ReportData) -> Section:
+    title = "Performance models"
+    if not data.models:
+        return absent("models", title, "No performance model (trainbench model's model.json) in the folders given.")
+    note = paragraph("Fitted by Extra-P: smape (symmetric mean absolute percentage error, %), adjusted_r2 and rss "
+                     "of the fit; values: the measurements it stands on; an extrapolated prediction lies outside "
+                     "the measured range.", "note")
+    return Section("models", title, note + "".join(map(_model_part, data.models)))
+
+
+_CURVES = ("epoch", "train_loss", "eval_loss", "eval_top1", "eval_top5", "train_images_per_sec", "train_s",
+           "learning_rate_end")
+
+
+def training_label(training: Training) -> str:
+    config = training.config or {}
+    model = config.get("model") or {}
+    facts = [model.get("framework"), model.get("precision"), f"batch {config.get('batch_size')}" if config else None,
+             f"{config.get('epochs')} epochs planned" if config else None,
+             f"data {Path(str(config['data'])).name}" if config.get("data") else "synthetic data" if config else None]
+    return " ".join(str(fact) for fact in facts if fact) + f" ({training.path.name})"
+
+
+def _curves_figure(epochs: list[dict[str, Any]]) -> Any:
+    from matplotlib.figure import Figure  # no pyplot: files only
+
+    figure = Figure(figsize=(10, 3.5), dpi=100)
+    loss, accuracy = figure.subplots(1, 2)
+    x = [row["epoch"] for row in epochs]
+    for axes, names, ylabel in ((loss, ("train_loss", "eval_loss"), "loss"),
+                                (accuracy, ("eval_top1", "eval_top5"), "accuracy (fraction)")):
+        for name in names:
+            axes.plot(x, [row.get(name) for row in epochs], marker="o", label=name)
+        axes.set_xlabel("epoch")
+        axes.set_ylabel(ylabel)
+        axes.grid(True, alpha=0.3)
+        axes.legend(fontsize=8)
+    figure.tight_layout()
+    return figure
+
+
+def training_section(data: ReportData) -> Section:
+    title = "Training curves"
+    if not data.trainings:
+        return absent("training", title, "No training run (metrics.jsonl) in the folders given.")
+    parts = []
+    for training in data.trainings:
+        epochs = [row for row in training.epochs if "epoch" in row]
+        parts += [heading(training_label(training)), rows_table(_CURVES, epochs, ("epoch",))]
+        if epochs:
+            parts.append(figure_image(_curves_figure(epochs), "loss and accuracy per epoch"))
+        else:
+            parts.append(paragraph("No epoch finished yet.", "absent"))
+    return Section("training", title, "".join(parts))
+
+
+# --- what the page was made from ------------------------------------------------------------------------------
+
+
+def _counted(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
+
+
+def preamble(data: ReportData) -> str:
+    """What the page was made from and what was found there (kinds found only)."""
+    counts = [(len(data.runs), "throughput run", "throughput runs"), (len(data.profiles), "profile", "profiles"),
+              (len(data.campaigns), "campaign", "campaigns"),
+              (len(data.variability), "variability study", "variability studies"),
+              (len(data.models), "model file", "model files"), (len(data.trainings), "training run", "training runs")]
+    found = ", ".join(_counted(*count) for count in counts if count[0]) or "nothing reportable"
+    sources = ", ".join(f"<code>{html.escape(source)}</code>" for source in data.sources)
+    parts = [f"<p>Made by <code>trainbench report</code> from {sources}: {html.escape(found)}.</p>"]
+    if data.skipped:
+        parts.append(paragraph("Not readable, left out: " + "; ".join(data.skipped), "absent"))
+    return "".join(parts)
+
+
+SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
+    environment_section, throughput_section, failures_section, input_section, campaigns_section, telemetry_section,
+    coreutil_section, timeline_section, framework_profiles_section, variability_section, comparisons_section,
+    models_section, training_section)

@@ -13,18 +13,22 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from tests.conftest import REPO, assert_one_line_error, run_cli
+from tests.tfrecord_support import flip_byte, plan, shards_in_subprocess
 from trainbench.data.bboxes import read_boxes
 from trainbench.data.convert import ConvertOptions, convert
+from trainbench.data.crc32c import ENVIRONMENT, crc32c, crc32c_numpy, mask
 from trainbench.data.shards import MANIFEST, shard_files
 from trainbench.data.synth import ODD_CASES, SYNSET_NAMES, SynthOptions, synth
 from trainbench.data.tfrecord_reader import parse_example, read_records
@@ -213,24 +217,72 @@ TENSORFLOW_READ = textwrap.dedent("""
     spec = {"image/encoded": tf.io.FixedLenFeature([], tf.string), "image/height": scalar, "image/width": scalar,
             "image/class/label": scalar, "image/object/bbox/xmin": tf.io.VarLenFeature(tf.float32)}
     count = 0
-    for record in tf.data.TFRecordDataset(sys.argv[1:]):
+    for record in tf.data.TFRecordDataset(sys.argv[2:]):
         example = tf.io.parse_single_example(record, spec)
         image = tf.io.decode_jpeg(example["image/encoded"], channels=3)
         assert image.shape[:2] == (example["image/height"], example["image/width"]), image.shape
         assert 1 <= example["image/class/label"] <= 3
         count += 1
     print(count)
+    try:  # TensorFlow's reader checks the payload CRC too: a flipped payload byte must be refused
+        for record in tf.data.TFRecordDataset(sys.argv[1]):
+            pass
+    except tf.errors.DataLossError as error:
+        print("refused:", str(error).splitlines()[0])
 """)
 
 
 @pytest.mark.slow
-def test_tensorflow_reads_and_decodes_every_record(reference: Path) -> None:
+def test_tensorflow_reads_and_decodes_every_record(reference: Path, tmp_path: Path) -> None:
+    """TensorFlow's own reader accepts every CRC-32C the converter wrote (the C library's: see the next test for
+    the numpy fallback) and refuses a record whose payload no longer matches its checksum."""
     pytest.importorskip("tensorflow")
     files = [str(path) for path in shard_files(reference)]
-    result = subprocess.run([sys.executable, "-c", TENSORFLOW_READ, *files], capture_output=True, text=True,
+    corrupt = tmp_path / "train.corrupt"
+    shutil.copy(files[0], corrupt)
+    flip_byte(corrupt, 100)  # inside the first record's payload (its header is 12 bytes)
+    command = [sys.executable, "-c", TENSORFLOW_READ, str(corrupt), *files]
+    result = subprocess.run(command, capture_output=True, text=True,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert int(result.stdout.split()[-1]) == len(_records(reference))
+    count, refusal = result.stdout.strip().splitlines()[-2:]
+    assert int(count) == len(_records(reference))
+    assert refusal.startswith("refused:") and "corrupted record" in refusal, refusal
+
+
+@pytest.mark.slow
+def test_the_numpy_fallback_writes_the_same_checksums(tree: Path, reference: Path, tmp_path: Path) -> None:
+    """The reference (read by TensorFlow above) has the C library's checksums: the fallback's shards are the same
+    bytes, so TensorFlow accepts them too."""
+    result = run_cli("data", "convert", str(tree), "--output", str(tmp_path / "numpy"), "--workers", "1", *SHARDS,
+                     "--synset-names", str(tree / SYNSET_NAMES), env={ENVIRONMENT: "numpy"})
+    assert result.returncode == 0, result.stderr
+    assert _digests(tmp_path / "numpy") == _digests(reference)
+
+
+@pytest.mark.slow
+def test_the_checksums_tensorflow_wrote_are_those_of_both_implementations(tmp_path: Path) -> None:
+    """Both implementations against TensorFlow's writer: every length and payload checksum of its shards."""
+    pytest.importorskip("tensorflow")
+    shards_in_subprocess(tmp_path)
+    checked = 0
+    for path in sorted(tmp_path.glob("*-of-*")):
+        for length, length_crc, payload, payload_crc in _framed(path.read_bytes()):
+            for crc in (crc32c, crc32c_numpy):
+                assert (mask(crc(length)), mask(crc(payload))) == (length_crc, payload_crc), (path.name, crc)
+            checked += 1
+    assert checked == len(plan())
+
+
+def _framed(data: bytes) -> Iterator[tuple[bytes, int, bytes, int]]:
+    """Each record's 8 length bytes, their stored masked CRC, the payload and its stored masked CRC."""
+    offset = 0
+    while offset < len(data):
+        length, length_crc = struct.unpack_from("<QI", data, offset)
+        payload = data[offset + 12:offset + 12 + length]
+        (payload_crc,) = struct.unpack_from("<I", data, offset + 12 + length)
+        yield data[offset:offset + 8], length_crc, payload, payload_crc
+        offset += 12 + length + 4
 
 
 def test_the_manifest_lists_every_shard_with_its_count_and_digest(reference: Path) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from tests.conftest import assert_one_line_error, run_cli
 from trainbench.data import crc32c as crc32c_module
 from trainbench.data.bboxes import Box, read_boxes
 from trainbench.data.imagefiles import SkipImage, check_signature, jpeg_is_complete, prepare_image
@@ -19,6 +20,7 @@ from trainbench.data.progress import format_progress
 from trainbench.data.records import bytes_feature, encode_example, float_feature, frame, int64_feature
 from trainbench.data.shards import plan_shards
 from trainbench.data.tfrecord_reader import parse_example, read_records
+from trainbench.errors import UsageError
 
 
 def _picture(mode: str = "RGB", size: tuple[int, int] = (64, 48)) -> Image.Image:
@@ -182,3 +184,19 @@ def test_the_c_library_is_what_runs_and_agrees_with_numpy_on_long_records() -> N
     for size in (1023, 1024, 110_000, 1_000_003):
         data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
         assert crc32c_module.crc32c(data) == crc32c_module.crc32c_numpy(data)
+
+
+def test_the_crc_setting_picks_the_library_or_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    library = crc32c_module._c_library()
+    assert library is not None and crc32c_module._choose("") is library
+    assert crc32c_module._choose(crc32c_module.LIBRARY) is library
+    assert crc32c_module._choose("numpy") is None
+    monkeypatch.setattr(crc32c_module, "_c_library", lambda: None)  # the package missing: numpy, quietly
+    assert crc32c_module._choose("") is None
+    with pytest.raises(UsageError, match="google-crc32c package with its C extension is not installed"):
+        crc32c_module._choose(crc32c_module.LIBRARY)
+
+
+def test_an_unknown_crc_setting_is_one_line_naming_the_choices(tmp_path: Path) -> None:
+    result = run_cli("data", "verify", str(tmp_path), env={crc32c_module.ENVIRONMENT: "Numpy"})
+    assert_one_line_error(result, "TRAINBENCH_CRC32C='Numpy'", "use numpy or google-crc32c")

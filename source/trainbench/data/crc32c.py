@@ -1,11 +1,16 @@
 """CRC-32C (Castagnoli), the checksum of TFRecord files, without TensorFlow.
 
 The checksum comes from ``google-crc32c`` (the wrapper of Google's C library, used by the Google Cloud storage
-clients; pinned in constraints.txt): several GB/s with the hardware CRC instruction, where converting ImageNet
-spent about 70 % of its time in the numpy version below (about 150 MB/s). The numpy version is kept for an
-install where the library is missing or has no compiled extension (its own pure-Python fallback runs at a few
-MB/s); ``IMPLEMENTATION`` says which one runs. ``TRAINBENCH_CRC32C=numpy`` in the environment forces the numpy
-version (benchmarks/convert_speed.py measures the two against each other that way).
+clients; pinned in constraints.txt, a dependency in pyproject.toml): about 20 GB/s on a 110 kB record here with
+the hardware CRC instruction, where converting ImageNet spent about 70 % of its time in the numpy version below
+(120-150 MB/s). The converter (``records``), the TFRecord reader and ``data verify`` all go through ``crc32c``.
+
+The numpy version is kept, as the fallback only, because it still earns something: where the library is missing
+or its compiled extension does not load, the library's own pure-Python code runs at about 5 MB/s, 25 times
+slower, which would make ``verify`` and the PyTorch reader crawl. ``IMPLEMENTATION`` says which one runs.
+``TRAINBENCH_CRC32C`` chooses: unset (the library when it loads, else numpy), ``numpy`` (forced; the benchmark
+benchmarks/convert_speed.py measures the two against each other that way) or ``google-crc32c`` (the library or
+a one-line error); any other value is refused.
 
 The numpy version: a byte-at-a-time table loop in Python runs at about 7 MB/s, too slow to check ImageNet records
 (about 110 kB each) as fast as they are decoded. CRC is linear over GF(2), so a long payload is cut into K equal
@@ -17,8 +22,11 @@ linear map stored as four 256-entry tables, one per register byte.
 from __future__ import annotations
 
 import os
+from types import ModuleType
 
 import numpy as np
+
+from trainbench.errors import UsageError
 
 _POLY = 0x82F63B78  # reflected Castagnoli polynomial
 _MASK_DELTA = 0xA282EAD8  # TFRecord's checksum masking constant
@@ -97,15 +105,18 @@ def crc32c_numpy(data: bytes | memoryview) -> int:
     return int(initial ^ registers[0]) ^ 0xFFFFFFFF
 
 
-def masked_crc32c(data: bytes | memoryview) -> int:
-    """The checksum as a TFRecord stores it: rotated right by 15 bits plus a constant, modulo 2**32."""
-    crc = crc32c(data)
+def mask(crc: int) -> int:
+    """A CRC as a TFRecord stores it: rotated right by 15 bits plus a constant, modulo 2**32."""
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-def _library() -> object | None:
-    if os.environ.get("TRAINBENCH_CRC32C") == "numpy":
-        return None
+def masked_crc32c(data: bytes | memoryview) -> int:
+    """The checksum of ``data`` as a TFRecord stores it."""
+    return mask(crc32c(data))
+
+
+def _c_library() -> ModuleType | None:
+    """google_crc32c when its compiled extension loads (its own pure-Python fallback is slower than numpy's)."""
     try:
         import google_crc32c
     except ImportError:
@@ -113,7 +124,20 @@ def _library() -> object | None:
     return google_crc32c if google_crc32c.implementation == "c" else None
 
 
-_GOOGLE = _library()
+def _choose(setting: str) -> ModuleType | None:
+    """The library, or None for numpy, as ``TRAINBENCH_CRC32C`` asks (a typo must not measure the wrong one)."""
+    if setting == "numpy":
+        return None
+    library = _c_library()
+    if setting == LIBRARY and library is None:
+        raise UsageError(f"{ENVIRONMENT}={LIBRARY}: the google-crc32c package with its C extension is not installed")
+    if setting not in ("", LIBRARY):
+        raise UsageError(f"{ENVIRONMENT}={setting!r}: use numpy or {LIBRARY}, or leave it unset")
+    return library
+
+
+ENVIRONMENT, LIBRARY = "TRAINBENCH_CRC32C", "google-crc32c"
+_GOOGLE = _choose(os.environ.get(ENVIRONMENT, ""))
 IMPLEMENTATION = "google-crc32c (C)" if _GOOGLE is not None else "numpy"
 
 
@@ -121,4 +145,4 @@ def crc32c(data: bytes | memoryview) -> int:
     """The CRC-32C of ``data`` (initial value and final xor 0xFFFFFFFF, as TFRecord and iSCSI use)."""
     if _GOOGLE is None:
         return crc32c_numpy(data)
-    return _GOOGLE.value(data if isinstance(data, bytes) else bytes(data))  # it takes bytes, not views
+    return _GOOGLE.value(data if isinstance(data, bytes) else bytes(data))  # it refuses views: a copy

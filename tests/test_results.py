@@ -175,3 +175,31 @@ def test_one_line_keeps_the_type_and_the_first_line() -> None:
     assert one_line(RuntimeError("\n  CUDA out of memory.\nTried to allocate")) == "RuntimeError: CUDA out of memory."
     assert one_line(MemoryError()) == "MemoryError"
     assert len(one_line(ValueError("x" * 1000))) == 300
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("images_per_sec", float("nan")), ("images_per_sec", float("inf")), ("images_per_sec", -3.0),
+    ("images_per_sec", "fast"), ("images_per_sec", True), ("window_s", -0.1), ("step_time_median_s", "0.1"),
+    ("window_images_per_sec", [10.0, float("nan")]), ("window_images_per_sec", [10.0, None]),
+    ("energy_j", -1), ("mean_power_w", float("-inf")), ("joules_per_image", {"j": 1}), ("sm_clock_median_mhz", "x"),
+])
+def test_an_ok_result_with_no_measurement_in_a_rate_or_time_is_invalid(tmp_path: Path, field: str,
+                                                                       value: object) -> None:
+    rows = [{"batch_size": 4, "status": "ok", "images_per_sec": 40.0, "window_s": 0.5, field: value},
+            {"batch_size": 8, "status": "ok", "images_per_sec": 41.0, "window_s": 0.5}]
+    (tmp_path / "summary.json").write_text(json.dumps({"format": 2, "results": rows}))
+    summary = read_summary(tmp_path / "summary.json")
+    bad, good = summary.results
+    assert (bad.status, good.status) == (Status.INVALID, Status.OK)
+    where = tmp_path / "summary.json"
+    assert bad.error == f"{where}: results[0].{field} is {value!r}, not a finite non-negative number"
+    assert summary.ok_results() == [good] and summary.invalid_results() == [bad]
+
+
+def test_absent_values_zero_and_failures_stay_as_they_were(tmp_path: Path) -> None:
+    rows = [{"batch_size": 4, "status": "ok", "images_per_sec": 0, "input_images_per_sec": None, "window_s": 0.0,
+             "temperature_max_c": -5, "profiler": "ncu"},
+            {"batch_size": 8, "status": "oom", "images_per_sec": float("nan"), "error": "out of memory"}]
+    summary = RunSummary.from_json({"results": rows})
+    assert [r.status for r in summary.results] == [Status.OK, Status.OOM]
+    assert summary.results[1].error == "out of memory"

@@ -221,6 +221,20 @@ class ProfileConfig:
 MAX_PROCESSES = 1024  # processes per node (GPUs per node) and nodes of one launch
 
 
+def endpoint_problem(text: str) -> str | None:
+    """What is wrong with a HOST:PORT rendezvous address (an IPv6 host in brackets: [::1]:29400), or None."""
+    host, colon, port = text.rpartition(":")
+    if not colon or not host or host in ("[]",):
+        return "not HOST:PORT (a host name or address, a colon, a port)"
+    if host.count(":") and not (host.startswith("[") and host.endswith("]")):
+        return "an IPv6 host goes in brackets: [ADDRESS]:PORT"
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        return f"port {port!r} is not a number from 1 to 65535"
+    if any(c.isspace() for c in host) or "/" in host:
+        return f"host {host!r} is not a host name or address"
+    return None
+
+
 @dataclass(frozen=True)
 class LaunchConfig:
     """How many processes measure or train together (PyTorch: a torchrun launch, one process per GPU; TensorFlow:
@@ -238,6 +252,8 @@ class LaunchConfig:
         check("nodes", int_problem(self.nodes, 1, MAX_PROCESSES))
         if self.nodes > 1 and not self.rdzv_endpoint:
             raise UsageError("--nodes above 1 needs --rdzv-endpoint HOST:PORT (the node every node can reach)")
+        if self.rdzv_endpoint is not None and (problem := endpoint_problem(self.rdzv_endpoint)):
+            raise UsageError(f"--rdzv-endpoint {self.rdzv_endpoint!r}: {problem}")
 
     @property
     def world_size(self) -> int:
@@ -247,6 +263,18 @@ class LaunchConfig:
         """Why ``framework`` cannot run this launch, or None (the command line and campaigns ask the same)."""
         if framework == "tf" and self.processes_per_node > 1:
             return "TensorFlow drives every visible GPU from one process (MirroredStrategy)"
+        return None
+
+    def rendezvous_problem(self, framework: str) -> str | None:
+        """Why --rdzv-endpoint/--rdzv-id would be recorded but never used on this one node, or None (with several
+        nodes every node is given them, whatever the framework: Slurm's script passes the same options to all)."""
+        if (self.rdzv_endpoint is None and self.rdzv_id is None) or self.nodes > 1:
+            return None
+        if framework == "tf":
+            return "--rdzv-endpoint/--rdzv-id: TensorFlow on one node meets no other worker; drop them"
+        if not (self.distributed or self.torchrun):
+            return "--rdzv-endpoint/--rdzv-id: used only by a torchrun launch (--gpus or --nodes above 1, or " \
+                "--torchrun); one process here would ignore them"
         return None
 
     @property

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from trainbench.errors import UsageError
+from trainbench.results.files import in_unfinished_run
 from trainbench.results.records import BatchResult, RunSummary
 from trainbench.results.store import read_summary
 
@@ -36,12 +37,6 @@ METRICS: dict[str, str] = {
 COLUMNS = ("config", "region", *PARAMETERS, "metric", "value", "source")
 TRAIN_STEP, GPU_STEP, KERNEL_PREFIX = "train step", "step (GPU)", "kernel "
 TOP_KERNELS = 5  # kernels modelled per profile: the ones with the most GPU time over all its batch sizes
-_UNFINISHED = ("_inprogress", "_abandoned-", "_refused")
-
-
-def _finished(path: Path) -> bool:
-    return not any(marker in part for part in path.parts for marker in _UNFINISHED)
-
 
 def summary_files(folders: list[Path]) -> list[Path]:
     """Every throughput summary.json and nsys profile.json under the folders (a folder may be a run itself)."""
@@ -51,7 +46,7 @@ def summary_files(folders: list[Path]) -> list[Path]:
             what = "a file" if folder.exists() else "no such folder"
             raise UsageError(f"{folder}: not a folder of runs ({what})")
         for name in ("summary.json", "profile.json"):
-            found.extend(path for path in sorted(folder.rglob(name)) if _finished(path.relative_to(folder)))
+            found.extend(path for path in sorted(folder.rglob(name)) if not in_unfinished_run(path, folder))
     return sorted(set(found))
 
 

@@ -31,13 +31,12 @@ from trainbench.config import BenchConfig
 from trainbench.engines.base import resolve_device_here
 from trainbench.errors import UsageError
 from trainbench.profile.run import run_profile
-from trainbench.results.files import write_json_atomic
+from trainbench.results.files import ABANDONED, IN_PROGRESS, REFUSED, write_json_atomic
 from trainbench.results.records import format_of, unstamped
 
 CAMPAIGN_FILE = "campaign.json"
 RUN_FILE = "campaign_run.json"
 LOCK_FILE = ".campaign.lock"
-IN_PROGRESS = "_inprogress"
 Echo = Callable[[str], None]
 
 
@@ -131,9 +130,9 @@ def _start(folder: Path, run: PlannedRun) -> Path:
     with campaign_lock(folder):
         if path.exists():
             attempt = 1
-            while (folder / f"{run.stem}_abandoned-{attempt}").exists():
+            while (folder / f"{run.stem}{ABANDONED}{attempt}").exists():
                 attempt += 1
-            path.rename(folder / f"{run.stem}_abandoned-{attempt}")
+            path.rename(folder / f"{run.stem}{ABANDONED}{attempt}")
         path.mkdir()
     write_json_atomic(path / RUN_FILE, {"run": run.number, "repetition": run.repetition,
                                         "experiment": run.experiment.index, "config": run.experiment.name,
@@ -176,7 +175,7 @@ def run_one(matrix: Matrix, folder: Path, run: PlannedRun, echo: Echo) -> int:
         code = _measure(matrix, run, path, echo)
     except UsageError:
         with campaign_lock(folder), contextlib.suppress(OSError):
-            path.rename(folder / f"{run.stem}_refused")  # kept for its logs; replaced by a later refusal
+            path.rename(folder / f"{run.stem}{REFUSED}")  # kept for its logs; replaced by a later refusal
         raise
     done = _finish(folder, path, run, code)
     echo(f"run {run.number}: return code {code}: {done.name}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -144,6 +145,8 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
                         "scripts/slurm/); TensorFlow: recorded, its workers come from TF_CONFIG or Slurm (default 1)")
     parser.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="the c10d rendezvous every node can reach")
     parser.add_argument("--rdzv-id", metavar="ID", help="the job's rendezvous name (default: $SLURM_JOB_ID)")
+    parser.add_argument("--oversubscribe", action="store_true",
+                        help="start more processes than this node has GPUs (--device cuda) or cores (--device cpu)")
     parser.add_argument("--torchrun", action="store_true",
                         help="PyTorch: launch through torchrun and DDP even with --gpus 1 (to compare with the plain "
                         "path)")
@@ -155,9 +158,24 @@ def launch_config(args: argparse.Namespace, model: ModelConfig) -> LaunchConfig:
                           rdzv_id=args.rdzv_id, torchrun=args.torchrun)
     if problem := launch.problem_for(model.framework):
         raise UsageError(f"--gpus: {problem}; choose the GPUs with CUDA_VISIBLE_DEVICES")
-    if model.device == "cuda" and launch.processes_per_node > (visible := visible_gpu_count()):
-        raise UsageError(f"--gpus {launch.processes_per_node}: this node shows {visible} GPU(s) to CUDA")
+    if problem := launch.rendezvous_problem(model.framework):
+        raise UsageError(problem)
+    if not args.oversubscribe and (problem := local_process_problem(launch, model.device)):
+        raise UsageError(f"{problem} (--oversubscribe starts them anyway)")
     return launch
+
+
+def local_process_problem(launch: LaunchConfig, device: str) -> str | None:
+    """Why this node should not start the launch's processes: one per GPU at most, and on the CPU no more than the
+    cores this process may use (more would only share them, and a typo such as --gpus 1000 would exhaust memory)."""
+    processes = launch.processes_per_node
+    if processes == 1:
+        return None
+    if device == "cuda" and processes > (visible := visible_gpu_count()):
+        return f"--gpus {processes}: this node shows {visible} GPU(s) to CUDA"
+    if device != "cuda" and processes > (cores := len(os.sched_getaffinity(0))):
+        return f"--gpus {processes}: a CPU run of {processes} processes on the {cores} core(s) this process may use"
+    return None
 
 
 def add_telemetry_option(parser: argparse.ArgumentParser) -> None:

@@ -37,13 +37,12 @@ from trainbench.report.html import (
     Variability,
     render,
 )
-from trainbench.results.files import write_text_atomic
+from trainbench.results.files import in_unfinished_run, write_text_atomic
 from trainbench.results.records import unstamped
 from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import DEFAULT_OUTLIER_THRESHOLD, VARIABILITY_FILE
 from trainbench.training.loop import FAILURES_FILE, METRICS_FILE
 
-_UNFINISHED = ("_inprogress", "_abandoned-", "_refused")  # a campaign's run folders that hold no finished run
 MAX_COMPARISONS = 8  # runs compared with the first one; more would bury the page
 Found = TypeVar("Found")
 
@@ -55,8 +54,7 @@ def _files(folders: list[Path], name: str) -> list[Path]:
     """Every file ``name`` under the folders, sorted, leaving out a campaign's unfinished run folders."""
     found = []
     for folder in folders:
-        found += [path for path in folder.rglob(name)
-                  if not any(marker in part for part in path.relative_to(folder).parts for marker in _UNFINISHED)]
+        found += [path for path in folder.rglob(name) if not in_unfinished_run(path, folder)]
     return sorted(set(found))
 
 

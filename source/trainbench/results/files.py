@@ -26,6 +26,15 @@ from trainbench.errors import UsageError
 from trainbench.results.records import stamped
 
 LOGS = "logs"  # a run folder's per-batch-size worker files
+# A campaign's run folder while it runs, after a kill (moved aside, numbered), after a refusal: none holds a finished
+# run, and every reader of results leaves files under them out.
+IN_PROGRESS, ABANDONED, REFUSED = "_inprogress", "_abandoned-", "_refused"
+
+
+def in_unfinished_run(path: Path, root: Path) -> bool:
+    """Whether ``path`` (under ``root``) lies in an unfinished campaign run's folder."""
+    parts = path.relative_to(root).parts
+    return any(marker in part for part in parts for marker in (IN_PROGRESS, ABANDONED, REFUSED))
 _TEMPORARY = ".tmp"
 
 

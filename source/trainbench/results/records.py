@@ -7,6 +7,7 @@ written before the format version existed (those kept in ``benchmarks/results/``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -23,6 +24,25 @@ class Status(StrEnum):
     OOM = "oom"  # the batch did not fit in memory (host or device): a finding, not a fault
     ERROR = "error"  # anything else: a crash, a timeout, a profiler refusing
     INTERRUPTED = "interrupted"  # Ctrl-C or SIGTERM while it ran
+    INVALID = "invalid"  # set by readers only: an ok result holding a rate or time that no run measures
+
+
+# The measured values a reader checks on an ok result: a rate or a time (per second, seconds, energy, power) that is
+# not a finite, non-negative number (or a list of them, as each window's images/s) makes the result INVALID.
+MEASURED_SUFFIXES = ("_per_sec", "_s", "_j", "_per_image", "_per_joule", "_w", "_mhz")
+
+
+def is_measured(name: str) -> bool:
+    return name.endswith(MEASURED_SUFFIXES)
+
+
+def _acceptable(value: Any) -> bool:
+    """None (not measured) or a finite non-negative number; a list of such numbers."""
+    if value is None:
+        return True
+    if isinstance(value, list):
+        return all(item is not None and _acceptable(item) for item in value)
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
 class RecordError(ValueError):
@@ -80,6 +100,10 @@ class BatchResult:
         if error is not None and not isinstance(error, str):
             raise RecordError(f"{where}.error is {error!r}, not a text")
         values = {k: v for k, v in row.items() if k not in ("batch_size", "status", "error")}
+        if status is Status.OK and (bad := next((k for k, v in values.items()
+                                                 if is_measured(k) and not _acceptable(v)), None)):
+            problem = f"{where}.{bad} is {values[bad]!r}, not a finite non-negative number"
+            return cls(batch, Status.INVALID, problem, values)
         return cls(batch, status, error, values)
 
 
@@ -107,6 +131,15 @@ class RunSummary:
 
     def ok_results(self) -> list[BatchResult]:
         return [r for r in self.results if r.ok]
+
+    def invalid_results(self) -> list[BatchResult]:
+        """Results left out of every statistic: an ok result with a rate or time that is no measurement."""
+        return [r for r in self.results if r.status is Status.INVALID]
+
+    def naming(self, source: str) -> RunSummary:
+        """The summary with each invalid result's error starting with ``source`` (the file it was read from)."""
+        results = [r.replace(error=f"{source}: {r.error}") if r.status is Status.INVALID else r for r in self.results]
+        return RunSummary(self.header, results, self.format)
 
 
 def format_of(data: dict[str, Any]) -> int:

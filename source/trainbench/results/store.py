@@ -61,12 +61,14 @@ class RunStore:
 
 def read_summary(path: Path, kind: str = "run") -> RunSummary:
     """A summary file of any format so far (``summary.json``, ``profile.json``); a one-line UsageError naming the
-    file and the problem otherwise. ``kind`` names what the caller expected ("throughput run")."""
+    file and the problem otherwise. ``kind`` names what the caller expected ("throughput run"). An ok result whose
+    rate or time is no measurement (NaN, infinite, negative, a text) comes back ``invalid``, its error naming this
+    file and the field: every reader shows it as such and leaves it out of its statistics."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise UsageError(f"{path}: not a {kind}'s file ({type(error).__name__}: {error})") from None
     try:
-        return RunSummary.from_json(data)
+        return RunSummary.from_json(data).naming(str(path))
     except RecordError as error:
         raise UsageError(f"{path}: not a {kind}'s summary: {error}") from None

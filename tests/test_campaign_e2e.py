@@ -3,6 +3,7 @@ matrices. The runs are real (workers, ResNet-50 on the CPU at 64 px), so all but
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -14,6 +15,11 @@ import pandas as pd
 import pytest
 
 from tests.conftest import assert_one_line_error, run_cli
+from trainbench.campaign.matrix import load_matrix
+from trainbench.campaign.runner import open_campaign, plan
+from trainbench.campaign.table import read_run_info
+from trainbench.errors import UsageError
+from trainbench.results.files import write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "configs" / "example_campaign.yaml"
@@ -132,3 +138,78 @@ def test_a_bad_override_or_only_is_one_line(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("campaign", "run", str(EXAMPLE), "precision", "--dry-run"), "precision")
     assert_one_line_error(run_cli("campaign", "run", str(EXAMPLE), "--only", "9", "--output", str(tmp_path / "c")),
                           "--only 9", "runs 0 to 3")
+
+
+@pytest.mark.slow
+def test_the_same_run_started_twice_half_a_second_apart_runs_once(tmp_path: Path) -> None:
+    """A requeued array task: the second ``--only 0`` is refused in one line while the first runs, and the first's
+    folder is neither moved aside nor finished twice."""
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(TORCH_ONLY.replace("repeats: 2", "repeats: 1"))
+    campaign = tmp_path / "campaign"
+    first = _campaign(str(matrix), "--output", str(campaign), "--only", "0")
+    deadline = time.monotonic() + 120
+    while not _folders(campaign, "_inprogress") and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    second = _campaign(str(matrix), "--output", str(campaign), "--only", "0")
+    _, err = second.communicate(timeout=300)
+    _, first_err = first.communicate(timeout=900)
+    assert first.returncode == 0, first_err[-3000:]
+    lines = err.strip().splitlines()
+    assert second.returncode == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert "_inprogress: run 0 is running in another process" in lines[0]
+    assert len(_folders(campaign, "_ret_0")) == 1 and not _folders(campaign, "_abandoned")
+    assert _table(campaign)["run"].tolist() == [0]
+    again = run_cli("campaign", "run", str(matrix), "--output", str(campaign), "--only", "0")
+    assert again.returncode == 0 and "skipped 1 " in again.stdout, again.stderr  # once it ended: skipped
+
+
+def _finished_run(campaign: Path, stem: str, fingerprint: str) -> Path:
+    folder = campaign / f"{stem}_ret_0"
+    folder.mkdir(parents=True)
+    write_json_atomic(folder / "campaign_run.json", {"run": 0, "repetition": 0, "experiment": 0, "config": "x",
+                                                     "values": {}, "fingerprint": fingerprint})
+    return folder
+
+
+def test_replace_matrix_records_what_it_replaced_and_refuses_a_reused_run_name(tmp_path: Path) -> None:
+    first, second, third = (tmp_path / f"{n}.yaml" for n in ("first", "second", "third"))
+    first.write_text(TORCH_ONLY)
+    second.write_text(TORCH_ONLY.replace("seed: [0, 1]", "seed: [2, 3]"))  # other config strings: no name reused
+    third.write_text(TORCH_ONLY.replace("warmup: 1", "warmup: 3"))  # the first's config strings, other settings
+    campaign = tmp_path / "campaign"
+    matrices = [load_matrix(path) for path in (first, second, third)]
+    open_campaign(campaign, matrices[0], None, plan(matrices[0]), replace=False)
+    _finished_run(campaign, plan(matrices[0])[0].stem, matrices[0].fingerprint())
+    answers = open_campaign(campaign, matrices[1], None, plan(matrices[1]), replace=True)
+    record = json.loads((campaign / "campaign.json").read_text())
+    assert (record["fingerprint"], record["replaced"]) == (matrices[1].fingerprint(), [matrices[0].fingerprint()])
+    assert answers.replaced == (matrices[0].fingerprint(),)
+    with pytest.raises(UsageError, match=r"run_0_.*seed0_ret_0: holds run 0 of the matrix this folder held before"):
+        open_campaign(campaign, matrices[2], None, plan(matrices[2]), replace=True)
+    assert json.loads((campaign / "campaign.json").read_text()) == record  # the refusal changed nothing
+    again = open_campaign(campaign, matrices[0], None, plan(matrices[0]), replace=True)  # the first, back: its run
+    assert again.answers(read_run_info(campaign / f"{plan(matrices[0])[0].stem}_ret_0" / "campaign_run.json"))
+
+
+def test_a_read_only_campaign_folder_is_one_line(tmp_path: Path) -> None:
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(TORCH_ONLY)
+    campaign = tmp_path / "campaign"
+    campaign.mkdir()
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    prefix = ["unshare", "-m", "sh", "-c", script, str(campaign)]
+    try:
+        probe = subprocess.run([*prefix, "touch", str(campaign / "probe")], capture_output=True, text=True,
+                               timeout=60)
+    except FileNotFoundError:
+        pytest.skip("no unshare here")
+    if probe.returncode == 0 or "Read-only file system" not in probe.stderr:
+        pytest.skip(f"cannot make a read-only mount here: {probe.stderr.strip()}")
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    result = subprocess.run([*prefix, sys.executable, "-m", "trainbench", "campaign", "run", str(matrix), "--output",
+                             str(campaign), "--only", "0"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert_one_line_error(result, str(campaign), "cannot write in the campaign folder", "Read-only file system")
+    assert not any(campaign.iterdir())

@@ -1,4 +1,4 @@
-"""Campaign matrices (issue 12): reading a YAML matrix and overrides, exclusion and the legality filter, the
+"""Campaign matrices: reading a YAML matrix and overrides, exclusion and the legality filter, the
 interleaved plan, config strings, the fingerprint, and one-line errors naming the file and the key. No training."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from trainbench.campaign import (
 )
 from trainbench.config import BenchConfig, ProfileConfig, field_default
 from trainbench.errors import UsageError
+from trainbench.results.files import in_unfinished_run
 
 SMALLEST = """\
 axes:
@@ -247,6 +248,17 @@ def test_config_strings_are_unique_and_safe_for_folder_names(tmp_path: Path) -> 
         assert "/" not in string and not any(c.isspace() for c in string)
     assert any(re.search(r"-data_my_data_[0-9a-f]{8}-", s) for s in strings)
     assert all("-seed3" in s for s in strings)  # one value, not the default: it matters
+
+
+def test_a_data_folder_named_like_an_unfinished_run_does_not_hide_its_finished_runs(tmp_path: Path) -> None:
+    marked = [image_tree(tmp_path / name, 2) for name in ("imgs_inprogress", "x_refused", "inprogress")]
+    raw = {"axes": {"framework": ["torch"], "batch_size": [1], "data": [str(path) for path in marked]}}
+    strings = [e.name for e in experiments(matrix_of(tmp_path, raw))]
+    assert len(set(strings)) == 3
+    for string, path in zip(strings, marked, strict=True):
+        assert in_unfinished_run(tmp_path / f"run_0_{string}_ret_0" / "summary.json", tmp_path) is False, string
+        assert re.fullmatch(r"torch-fp32-img224-data_[0-9a-f]{8}", string), string
+        assert path.name not in string
 
 
 def test_config_strings_ignore_the_order_of_keys(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Campaigns as Slurm job arrays (issue 12, ``--emit-slurm``): the sbatch script's text, quoting and shell checks
+"""Campaigns as Slurm job arrays (``--emit-slurm``): the sbatch script's text, quoting and shell checks
 (fast), then a real one-node Slurm (tests/slurm/start_slurm.sh) that runs a tiny campaign end to end (slow)."""
 
 from __future__ import annotations
@@ -183,8 +183,28 @@ def test_write_is_executable_and_emit_makes_the_log_folder(tmp_path: Path) -> No
     assert stat.S_IMODE(path.stat().st_mode) == 0o755
     assert (tmp_path / "new" / "camp" / LOG_DIR).is_dir()  # sbatch opens the log files before any task runs
     assert "apptainer exec --nv img.sif trainbench campaign run" in text
-    write_sbatch_script(path, "#!/bin/bash\n")  # replaced atomically, mode kept
-    assert path.read_text() == "#!/bin/bash\n" and stat.S_IMODE(path.stat().st_mode) == 0o755
+    with pytest.raises(UsageError, match="exists and is never overwritten"):
+        write_sbatch_script(path, "#!/bin/bash\n")
+    assert path.read_text() == text and sorted(p.name for p in tmp_path.iterdir()) == ["job.sh", "new"]
+
+
+def test_the_script_is_never_written_over_a_file_even_one_that_appears_while_it_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "job.sh"
+    real_link = os.link
+
+    def racing_link(source: str, target: str) -> None:  # another writer takes the name just before the link
+        Path(target).write_text("theirs\n")
+        real_link(source, target)
+
+    monkeypatch.setattr(os, "link", racing_link)
+    with pytest.raises(UsageError, match=r"job\.sh: a file of that name exists"):
+        write_sbatch_script(path, "#!/bin/bash\n")
+    assert path.read_text() == "theirs\n" and [p.name for p in tmp_path.iterdir()] == ["job.sh"]
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(UsageError, match="exists and is never overwritten"):
+        write_sbatch_script(tmp_path / "dangling", "#!/bin/bash\n")
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_cli_emit_slurm_writes_the_script_and_runs_nothing(tmp_path: Path) -> None:
@@ -212,6 +232,14 @@ def test_cli_emit_slurm_makes_the_log_folder_and_keeps_the_shuffle(tmp_path: Pat
     assert (tmp_path / "camp" / LOG_DIR).is_dir()
     words = task_words((tmp_path / "job.sh").read_text())
     assert words[words.index("--shuffle") + 1:words.index("--shuffle") + 2] == ["5"], words
+    assert "--replace-matrix" not in words
+
+
+def test_replace_matrix_is_passed_on_to_every_task(tmp_path: Path) -> None:
+    words = task_words(script(tmp_path, replace_matrix=True))
+    assert words[-3:] == ["--replace-matrix", "--only", "$SLURM_ARRAY_TASK_ID"]
+    with pytest.raises(UsageError, match="--container: empty image name"):
+        script(tmp_path, container="")
 
 
 # --- a real one-node Slurm ----------------------------------------------------------------------------------------

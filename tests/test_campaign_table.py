@@ -1,10 +1,11 @@
-"""A campaign's results table (issue 12): rebuilt from run folders written by the real stores, read back with pandas
+"""A campaign's results table: rebuilt from run folders written by the real stores, read back with pandas
 without cleaning, unreadable folders as error rows, and the per-configuration summary over repetitions."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import statistics
 from pathlib import Path
@@ -21,9 +22,11 @@ from trainbench.campaign.matrix import Experiment, Matrix, load_matrix, planned_
 from trainbench.campaign.table import (
     COLUMNS,
     TABLE_FILE,
+    campaign_runs,
     campaign_summary,
     campaign_table,
     format_summary,
+    invalid_errors,
     write_campaign_table,
 )
 from trainbench.profile.run import ProfileRun
@@ -328,3 +331,105 @@ def test_scaling_efficiency_against_the_same_setting_with_one_process() -> None:
     assert summary.loc["torch_gpus2", "scaling_efficiency"] == pytest.approx(180.0 / (2 * 100.0))
     assert summary.loc["torch_gpus4", "scaling_efficiency"] == pytest.approx(300.0 / (4 * 100.0))
     assert pd.isna(summary.loc["tf_gpus2", "scaling_efficiency"])  # no tf run with one process to compare with
+
+
+# --- what the table leaves out: invalid values, a second folder of one run, another matrix's runs ---------------
+
+
+def _edited(folder: Path, batch_size: int, field: str, text: str) -> None:
+    """One value of a real summary.json replaced by ``text`` as written (NaN, -5, "fast")."""
+    path = folder / "summary.json"
+    data = json.loads(path.read_text())
+    [row] = [row for row in data["results"] if row["batch_size"] == batch_size]
+    row[field] = "__EDITED__"
+    path.write_text(json.dumps(data).replace('"__EDITED__"', text))
+
+
+@pytest.mark.parametrize(("field", "text", "shown"), [
+    ("images_per_sec", "NaN", "nan"), ("images_per_sec", "-Infinity", "-inf"), ("images_per_sec", "-5", "-5"),
+    ("images_per_sec", '"fast"', "'fast'"), ("window_images_per_sec", '[1, "x", 2]', "[1, 'x', 2]"),
+    ("step_time_p90_s", "NaN", "nan"),
+])
+def test_an_invalid_value_is_an_invalid_row_left_out_of_the_summary(tmp_path: Path, matrix: Matrix, field: str,
+                                                                    text: str, shown: str) -> None:
+    experiment = planned_runs(matrix)[0][1]
+    results = {}
+    for planned, repetition in ((0, 0), (4, 1), (8, 2)):
+        folder = run_folder(tmp_path, planned, repetition, experiment, "_ret_0")
+        results[repetition] = [BatchResult(2, Status.OK, None, timed(2))]
+        throughput(folder, results[repetition])
+    bad = tmp_path / f"run_1_{experiment.name}_ret_0"
+    _edited(bad, 2, field, text)
+    table = read_back(tmp_path)
+    rows = rows_of(table, bad.name)
+    assert set(rows["status"]) == {"invalid"}
+    assert set(rows["error"]) == {f"{bad}/summary.json: results[0].{field} is {shown}, not a finite non-negative "
+                                  "number"}
+    for column in ("images_per_sec", "window_images_per_sec", "step_time_p90_s"):  # numeric, as a tidy table's
+        assert pd.api.types.is_float_dtype(table[column]), column
+    if field == "window_images_per_sec":  # item by item: the one that is no number left empty
+        assert rows[field].fillna(-1).tolist() == [1, -1, 2]
+    else:
+        assert rows[field].isna().all()  # left empty: the error holds the value
+    [row] = campaign_summary(table).itertuples()
+    good = [overall_rate(results[r][0]) for r in (0, 2)]
+    assert (row.runs, row.ok, row.invalid) == (3, 2, 1)
+    assert row.images_per_sec_median == pytest.approx(statistics.median(good))
+    assert (row.images_per_sec_min, row.images_per_sec_max) == pytest.approx((min(good), max(good)))
+    assert row.cv_pct == pytest.approx(statistics.stdev(good) / statistics.mean(good) * 100)
+    text_out = format_summary(campaign_summary(table), invalid_errors(table))
+    assert text_out.splitlines()[-1] == (f"2 of 3 results ok; 1 invalid result left out ({bad}/summary.json: "
+                                         f"results[0].{field} is {shown}, not a finite non-negative number)")
+
+
+def test_a_hand_edited_results_csv_rate_is_invalid_too(tmp_path: Path) -> None:
+    rows = [{"config": "c", "experiment": 0, "batch_size": 8, "status": "ok", "images_per_sec": rate,
+             "run_folder": f"run_{i}_c_ret_0", "error": None} for i, rate in enumerate([100.0, -3.0, math.inf, 120.0])]
+    (tmp_path / "results.csv").write_text(pd.DataFrame(rows).to_csv(index=False))
+    table = pd.read_csv(tmp_path / "results.csv")
+    [row] = campaign_summary(table).itertuples()
+    assert (row.runs, row.ok, row.invalid, row.images_per_sec_median) == (4, 2, 2, 110.0)
+    assert invalid_errors(table) == ["run_1_c_ret_0: batch size 8: images_per_sec is no measurement",
+                                     "run_2_c_ret_0: batch size 8: images_per_sec is no measurement"]
+
+
+def test_a_second_finished_folder_of_a_run_is_left_out_and_named(tmp_path: Path, matrix: Matrix) -> None:
+    experiment = planned_runs(matrix)[0][1]
+    older = run_folder(tmp_path, 0, 0, experiment, "_ret_1")
+    throughput(older, [BatchResult.failed(2, Status.OOM, OOM)])
+    newer = run_folder(tmp_path, 0, 0, experiment, "_ret_0")
+    throughput(newer, [BatchResult(2, Status.OK, None, timed(2))])
+    os.utime(older / "summary.json", (1_000_000_000, 1_000_000_000))
+    runs = campaign_runs(tmp_path)
+    assert [folder.path for folder, _, _ in runs.counted] == [newer]
+    assert runs.left_out == [f"{older.name} left out: a second finished folder of the run in {newer.name} (the "
+                             "newest result counts)"]
+    summary = campaign_summary(campaign_table(tmp_path))
+    assert summary["runs"].tolist() == [1] and summary["ok"].tolist() == [1]
+    os.utime(newer / "summary.json", (900_000_000, 900_000_000))  # now the failed one is newer: it counts
+    assert campaign_summary(campaign_table(tmp_path))["ok"].tolist() == [0]
+
+
+def test_only_the_runs_of_the_matrix_in_campaign_json_count(tmp_path: Path, matrix: Matrix) -> None:
+    experiment = planned_runs(matrix)[0][1]
+    legacy = run_folder(tmp_path, 0, 0, experiment, "_ret_0")  # no fingerprint: from before runs recorded it
+    throughput(legacy, [BatchResult(2, Status.OK, None, timed(2))])
+    mine = run_folder(tmp_path, 4, 1, experiment, "_ret_0")
+    write_json_atomic(mine / "campaign_run.json", {**run_file(4, 1, experiment), "fingerprint": "new"})
+    throughput(mine, [BatchResult(2, Status.OK, None, timed(2))])
+    theirs = run_folder(tmp_path, 8, 2, experiment, "_ret_0")
+    write_json_atomic(theirs / "campaign_run.json", {**run_file(8, 2, experiment), "fingerprint": "old"})
+    throughput(theirs, [BatchResult(2, Status.OK, None, timed(2))])
+
+    def counted() -> list[str]:
+        return sorted(folder.path.name for folder, _, _ in campaign_runs(tmp_path).counted)
+
+    assert counted() == sorted([legacy.name, mine.name, theirs.name])  # no campaign.json: every run
+    write_json_atomic(tmp_path / "campaign.json", {"fingerprint": "new"})
+    assert counted() == sorted([legacy.name, mine.name])  # never replaced: the legacy run is of this matrix
+    write_json_atomic(tmp_path / "campaign.json", {"fingerprint": "new", "replaced": ["old"]})
+    assert counted() == [mine.name]
+    assert campaign_runs(tmp_path).left_out == [
+        f"2 run folders of another matrix than campaign.json's left out (the folder's matrix was replaced): "
+        f"{legacy.name}, {theirs.name}"]
+    assert set(read_back(tmp_path)["run_folder"]) == {mine.name}

@@ -13,7 +13,7 @@ from trainbench.bench.sweep import death_result
 from trainbench.errors import UsageError
 from trainbench.profile.run import ProfileRun
 from trainbench.results.failure import OOM_MARKERS, failure_status, is_out_of_memory, one_line, says_out_of_memory
-from trainbench.results.files import batch_file, worker_file, write_json_atomic
+from trainbench.results.files import batch_file, in_unfinished_run, worker_file, write_json_atomic
 from trainbench.results.records import FORMAT, BatchResult, RecordError, RunSummary, Status, format_of
 from trainbench.results.store import read_summary
 
@@ -203,3 +203,13 @@ def test_absent_values_zero_and_failures_stay_as_they_were(tmp_path: Path) -> No
     summary = RunSummary.from_json({"results": rows})
     assert [r.status for r in summary.results] == [Status.OK, Status.OOM]
     assert summary.results[1].error == "out of memory"
+
+
+@pytest.mark.parametrize(("relative", "unfinished"), [
+    ("run_0_torch_inprogress/summary.json", True), ("run_3_x_abandoned-2/logs/summary.json", True),
+    ("c/run_1_tf_refused/profiled_data_ncu/profile.json", True), ("run_0_torch_ret_0/summary.json", False),
+    ("run_0_data-imgs_inprogress-ab12_ret_0/summary.json", False), ("my_inprogress/summary.json", False),
+    ("run_0_x_abandoned-/summary.json", False), ("run_0_torch_inprogress", False),
+])
+def test_unfinished_campaign_runs_are_told_by_the_folder_name_alone(relative: str, unfinished: bool) -> None:
+    assert in_unfinished_run(Path("/c") / relative, Path("/c")) is unfinished

@@ -1,4 +1,6 @@
-"""Campaigns (issue 12): a YAML matrix of benchmark settings, planned into interleaved, repeated runs."""
+"""Campaigns: a YAML matrix of benchmark settings (``matrix``), planned into interleaved, repeated runs that
+``runner`` runs into one folder each, ``table`` gathers into results.csv and its summary, and ``slurm`` turns into
+an sbatch job array."""
 
 from trainbench.campaign.matrix import (
     AXES,

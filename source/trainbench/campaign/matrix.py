@@ -83,12 +83,14 @@ from trainbench.config import (
 )
 from trainbench.data.source import DataSource, num_classes, open_source, tfrecords_only
 from trainbench.errors import UsageError, printable_line
+from trainbench.results.files import ABANDONED, IN_PROGRESS, REFUSED
 
 SYNTHETIC = "synthetic"
 NO_PROFILER = "none"
 EXTERNAL_PROFILERS = ("ncu", "nsys", "nvprof")  # profile GPU kernels: nothing to see on the CPU
 CLOCK_CONTROLS = ("base", "none")
 FINGERPRINT_FORMAT = 1
+UNFINISHED_MARKERS = (IN_PROGRESS, ABANDONED, REFUSED)  # never in a config string (see _data_token)
 
 Parser = Callable[[Any], Any]
 
@@ -526,9 +528,13 @@ def _token(axis: str, value: Any) -> str:
 
 
 def _data_token(path: str) -> str:
-    """The folder's name, made safe and short, with a hash of the whole path: two folders named alike differ."""
+    """The folder's name, made safe and short, with a hash of the whole path: two folders named alike differ. A name
+    holding an unfinished run's marker (``results.files``: a data folder named ``x_inprogress``) is left out, else
+    the finished run's folder would read as unfinished and be skipped by every reader."""
     name = re.sub(r"[^A-Za-z0-9.]+", "_", Path(path).name)[:32] or "root"
-    return f"data_{name}_{hashlib.sha256(path.encode()).hexdigest()[:8]}"
+    digest = hashlib.sha256(path.encode()).hexdigest()[:8]
+    token = f"data_{name}_{digest}"
+    return f"data_{digest}" if any(marker in token for marker in UNFINISHED_MARKERS) else token
 
 
 def config_string(matrix: Matrix, values: Mapping[str, Any]) -> str:

@@ -3,12 +3,21 @@
 A campaign folder holds ``campaign.json`` (the matrix's fingerprint and plan settings), one folder per planned run
 and ``results.csv`` (``campaign.table``). A run's folder is ``run_<repetition>_<config>_inprogress`` while it runs
 and is renamed ``run_<repetition>_<config>_ret_<return code>`` when it ends (0: every batch size measured, 1: at
-least one failed). Running the same command again skips the runs that have a ``_ret_`` folder and redoes the others;
-a folder left ``_inprogress`` by a kill is kept, renamed ``..._abandoned-<k>``, never reused or deleted.
+least one failed); its ``campaign_run.json`` records the matrix's fingerprint. Running the same command again skips
+the runs that have a ``_ret_`` folder of this matrix and redoes the others; a folder left ``_inprogress`` by a kill
+is kept, renamed ``..._abandoned-<k>``, never reused or deleted.
+
+``--replace-matrix`` records another matrix in ``campaign.json`` (the matrices it replaced under ``replaced``); the
+old runs stay on disk but the table counts only the new matrix's. A run of the new plan whose folder name an old run
+already holds (same repetition and config string: a changed setting such as ``warmup``, which config strings do not
+show) is refused before anything runs: its old result would be skipped as if it answered the new matrix.
 
 Several processes may run one campaign at once (Slurm array tasks with ``--only``): each renames only its own run's
 folder, and the renames and the rebuild of results.csv from the folders happen under one lock (``flock``), so the
-last writer always sees every finished run and no row is lost.
+last writer always sees every finished run and no row is lost. Each run is claimed for as long as it runs (a lock
+of its own, ``.<run>.lock``): a second process for the same run (a requeued array task, the same command started
+twice) is refused in one line, exit 2, and the first one's folder is left alone. A folder the process cannot write
+in (read-only, no permission) is one line too.
 """
 
 from __future__ import annotations
@@ -26,7 +35,15 @@ from typing import Any
 
 from trainbench.bench.sweep import measure_throughput
 from trainbench.campaign.matrix import Experiment, Matrix, bench_configs, planned_runs
-from trainbench.campaign.table import write_campaign_table
+from trainbench.campaign.table import (
+    CAMPAIGN_FILE,
+    RUN_FILE,
+    CampaignMatrix,
+    RunInfo,
+    finished_folders,
+    read_run_info,
+    write_campaign_table,
+)
 from trainbench.config import BenchConfig
 from trainbench.engines.base import resolve_device_here
 from trainbench.errors import UsageError
@@ -34,8 +51,6 @@ from trainbench.profile.run import run_profile
 from trainbench.results.files import ABANDONED, IN_PROGRESS, REFUSED, write_json_atomic
 from trainbench.results.records import format_of, unstamped
 
-CAMPAIGN_FILE = "campaign.json"
-RUN_FILE = "campaign_run.json"
 LOCK_FILE = ".campaign.lock"
 Echo = Callable[[str], None]
 
@@ -66,10 +81,18 @@ def plan(matrix: Matrix, shuffle_seed: int | None = None) -> list[PlannedRun]:
             for n, (repetition, experiment) in enumerate(planned_runs(matrix, shuffle_seed))]
 
 
+def _lock_file(path: Path) -> int:
+    """The lock file's descriptor; a folder this process cannot write in is one line."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise UsageError(f"{path.parent}: cannot write in the campaign folder ({error.strerror or error})") from None
+
+
 @contextlib.contextmanager
 def campaign_lock(folder: Path) -> Iterator[None]:
     """The campaign folder's lock, waited for: held only for renames and the table's rebuild (seconds)."""
-    descriptor = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    descriptor = _lock_file(folder / LOCK_FILE)
     try:
         with contextlib.suppress(OSError):  # a file system without locks: go on unguarded rather than refuse
             fcntl.flock(descriptor, fcntl.LOCK_EX)
@@ -78,28 +101,93 @@ def campaign_lock(folder: Path) -> Iterator[None]:
         os.close(descriptor)
 
 
-def open_campaign(folder: Path, matrix: Matrix, shuffle_seed: int | None, runs: int, replace: bool) -> None:
+@contextlib.contextmanager
+def run_claim(folder: Path, run: PlannedRun) -> Iterator[None]:
+    """The run's own lock, not waited for and held while it runs: another process running it now is refused."""
+    descriptor = _lock_file(folder / f".{run.stem}.lock")
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(f"{folder / (run.stem + IN_PROGRESS)}: run {run.number} is running in another process "
+                             "now (a requeued or repeated task?); it was left alone: run this again when that one "
+                             "has ended (finished runs are skipped)") from None
+        except OSError:  # a file system without locks: go on unguarded rather than refuse
+            pass
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def check_campaign(folder: Path, matrix: Matrix, shuffle_seed: int | None, replace: bool) -> None:
+    """Refuse, reading only, what ``open_campaign`` would refuse in an existing campaign.json (for --emit-slurm:
+    its tasks would all fail)."""
+    path = folder / CAMPAIGN_FILE
+    if path.is_file() and not replace:
+        _same_plan(path, _read_campaign(path), matrix.fingerprint(), shuffle_seed)
+
+
+def _same_plan(path: Path, old: dict[str, Any], fingerprint: str, shuffle_seed: int | None) -> None:
+    if old.get("fingerprint") != fingerprint:
+        raise UsageError(f"{path}: this folder holds a campaign of another matrix ({old.get('matrix')}); "
+                         "choose another --output, or pass --replace-matrix to run this one beside its runs")
+    if old.get("shuffle") != shuffle_seed:
+        raise UsageError(f"{path}: the campaign was planned with --shuffle {old.get('shuffle')}; give the "
+                         "same, or run numbers would name other runs")
+
+
+def _run_file_of(path: Path) -> RunInfo | None:
+    """A run folder's campaign_run.json; None when unreadable (the table shows why)."""
+    try:
+        return read_run_info(path / RUN_FILE)
+    except UsageError:
+        return None
+
+
+def _taken_names(folder: Path, planned: Sequence[PlannedRun], answers: CampaignMatrix) -> None:
+    """Refuse a plan one of whose runs has a finished folder of another matrix: the same name, other settings."""
+    stems = {run.stem: run for run in planned}
+    for found in sorted(finished_folders(folder), key=lambda item: item.path.name):
+        run = stems.get(found.stem)
+        if run is not None and not answers.answers(_run_file_of(found.path)):
+            raise UsageError(f"{found.path}: holds run {run.number} of the matrix this folder held before (same "
+                             "name, other settings); its result would stand for the new matrix's: choose another "
+                             "--output for this matrix")
+
+
+def open_campaign(folder: Path, matrix: Matrix, shuffle_seed: int | None, planned: Sequence[PlannedRun],
+                  replace: bool) -> CampaignMatrix:
     """Make the folder and its campaign.json, or check that an existing one is of this matrix (a different matrix
-    would mix two plans in one results table) unless ``replace``: then the new matrix is recorded, the old runs kept."""
+    would mix two plans in one results table) unless ``replace``: then the new matrix is recorded with the ones it
+    replaced (their runs are kept and left out of the table), and a plan that reuses an old run's name is refused.
+    Returns what decides which finished folders answer this matrix."""
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{folder}: not a folder, cannot hold a campaign")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(f"{folder}: cannot make the campaign folder ({error.strerror or error})") from None
-    record = {"matrix": matrix.source, "fingerprint": matrix.fingerprint(), "shuffle": shuffle_seed, "runs": runs}
+    fingerprint = matrix.fingerprint()
+    record: dict[str, Any] = {"matrix": matrix.source, "fingerprint": fingerprint, "shuffle": shuffle_seed,
+                              "runs": len(planned)}
     path = folder / CAMPAIGN_FILE
     with campaign_lock(folder):
-        if path.exists() and not replace:
-            old = _read_campaign(path)
-            if old.get("fingerprint") != record["fingerprint"]:
-                raise UsageError(f"{path}: this folder holds a campaign of another matrix ({old.get('matrix')}); "
-                                 "choose another --output, or pass --replace-matrix to run this one beside its runs")
-            if old.get("shuffle") != shuffle_seed:
-                raise UsageError(f"{path}: the campaign was planned with --shuffle {old.get('shuffle')}; give the "
-                                 "same, or run numbers would name other runs")
-            return
-        write_json_atomic(path, record)
+        old = _read_campaign(path) if path.exists() else None
+        if old is not None and not replace:
+            _same_plan(path, old, fingerprint, shuffle_seed)
+            return CampaignMatrix(fingerprint, _replaced(old))
+        replaced = _replaced(old) if old is not None else ()
+        if old is not None and isinstance(old.get("fingerprint"), str) and old["fingerprint"] != fingerprint:
+            replaced = (*replaced, old["fingerprint"])
+        answers = CampaignMatrix(fingerprint, replaced)
+        _taken_names(folder, planned, answers)
+        write_json_atomic(path, {**record, "replaced": list(replaced)} if replaced else record)
+    return answers
+
+
+def _replaced(record: dict[str, Any]) -> tuple[str, ...]:
+    replaced = record.get("replaced")
+    return tuple(str(item) for item in replaced) if isinstance(replaced, list) else ()
 
 
 def _read_campaign(path: Path) -> dict[str, Any]:
@@ -116,33 +204,46 @@ def _read_campaign(path: Path) -> dict[str, Any]:
 _FINISHED = re.compile(r"_ret_(\d+)")
 
 
-def finished_folder(folder: Path, run: PlannedRun) -> Path | None:
-    """The run's finished folder (``<stem>_ret_<code>``), None when it has not finished."""
-    for path in folder.glob(f"{run.stem}_ret_*"):
-        if _FINISHED.fullmatch(path.name[len(run.stem):]) and path.is_dir():
-            return path
+def finished_folder(folder: Path, run: PlannedRun, answers: CampaignMatrix | None = None) -> Path | None:
+    """The run's finished folder (``<stem>_ret_<code>``) of the matrix ``answers`` stands for (any matrix when
+    None), None when it has not finished; a finished folder of another matrix is refused (``_taken_names``)."""
+    for path in sorted(folder.glob(f"{run.stem}_ret_*")):
+        if not (_FINISHED.fullmatch(path.name[len(run.stem):]) and path.is_dir()):
+            continue
+        if answers is not None and not answers.answers(_run_file_of(path)):
+            _taken_names(folder, [run], answers)
+        return path
     return None
 
 
-def _start(folder: Path, run: PlannedRun) -> Path:
-    """A fresh in-progress folder for the run, the one a killed attempt left moved aside; campaign_run.json in it."""
+def _written(action: Callable[[], Any], where: Path) -> Any:
+    """``action`` (a rename, a mkdir in the campaign folder); an OSError is one line naming ``where``."""
+    try:
+        return action()
+    except OSError as error:
+        raise UsageError(f"{where}: cannot write in the campaign folder ({error.strerror or error})") from None
+
+
+def _start(folder: Path, run: PlannedRun, fingerprint: str) -> Path:
+    """A fresh in-progress folder for the run, the one a killed attempt left moved aside; campaign_run.json in it.
+    The caller holds the run's claim: an in-progress folder here is a dead attempt's, never a live one's."""
     path = folder / f"{run.stem}{IN_PROGRESS}"
     with campaign_lock(folder):
         if path.exists():
             attempt = 1
             while (folder / f"{run.stem}{ABANDONED}{attempt}").exists():
                 attempt += 1
-            path.rename(folder / f"{run.stem}{ABANDONED}{attempt}")
-        path.mkdir()
+            _written(lambda: path.rename(folder / f"{run.stem}{ABANDONED}{attempt}"), path)
+        _written(path.mkdir, path)
     write_json_atomic(path / RUN_FILE, {"run": run.number, "repetition": run.repetition,
                                         "experiment": run.experiment.index, "config": run.experiment.name,
-                                        "values": run.experiment.values})
+                                        "values": run.experiment.values, "fingerprint": fingerprint})
     return path
 
 
 def _finish(folder: Path, path: Path, run: PlannedRun, code: int) -> Path:
     with campaign_lock(folder):
-        done = path.rename(folder / f"{run.stem}_ret_{code}")
+        done = _written(lambda: path.rename(folder / f"{run.stem}_ret_{code}"), path)
         write_campaign_table(folder)
     return done
 
@@ -167,9 +268,9 @@ def _measure(matrix: Matrix, run: PlannedRun, path: Path, echo: Echo) -> int:
 
 
 def run_one(matrix: Matrix, folder: Path, run: PlannedRun, echo: Echo) -> int:
-    """Run one planned run into its folder; a refusal that every run would meet (a UsageError: no profiler, no GPU)
-    leaves the folder abandoned, not finished, so that the next call redoes it."""
-    path = _start(folder, run)
+    """Run one planned run into its folder (the caller holds its claim); a refusal that every run would meet (a
+    UsageError: no profiler, no GPU) leaves the folder abandoned, not finished, so that the next call redoes it."""
+    path = _start(folder, run, matrix.fingerprint())
     echo(f"run {run.number} (repetition {run.repetition}, {run.experiment.name}): {path}")
     try:
         code = _measure(matrix, run, path, echo)
@@ -189,14 +290,15 @@ def run_campaign(matrix: Matrix, folder: Path, echo: Echo, shuffle_seed: int | N
     unknown = [n for n in only if not 0 <= n < len(runs)]
     if unknown:
         raise UsageError(f"--only {unknown[0]}: the plan has runs 0 to {len(runs) - 1} (see --dry-run)")
-    open_campaign(folder, matrix, shuffle_seed, len(runs), replace)
+    answers = open_campaign(folder, matrix, shuffle_seed, runs, replace)
     chosen = [runs[n] for n in only] if only else runs
     outcome = CampaignOutcome([], [])
     for run in chosen:
-        if finished_folder(folder, run) is not None:
-            outcome.skipped.append(run)
-            continue
-        outcome.ran.append((run, run_one(matrix, folder, run, echo)))
+        with run_claim(folder, run):  # checked under the claim: a run another process just finished is skipped
+            if finished_folder(folder, run, answers) is not None:
+                outcome.skipped.append(run)
+                continue
+            outcome.ran.append((run, run_one(matrix, folder, run, echo)))
     with campaign_lock(folder):
         write_campaign_table(folder)  # also after a call that ran nothing: the table matches the folders
     return outcome

@@ -12,11 +12,17 @@ and rebuilds results.csv from the run folders, so no writer loses another's rows
 - Slurm's logs go to ``CAMPAIGN/slurm/<job>_<task>.out``. sbatch opens that file before the script runs, so the
   script cannot make the folder: ``emit_sbatch`` (``make_log_dir``) makes it when it writes the script.
 - ``%`` in the campaign path is doubled: sbatch reads ``%A``, ``%a``... in ``--output`` as patterns.
+- The script never replaces a file: an existing FILE (the matrix itself, an earlier script, a folder, a dangling
+  link) is refused in one line before anything is written, and the script appears whole or not at all (written
+  under a temporary name, then linked to FILE, which fails if FILE appeared meanwhile).
+- ``--replace-matrix`` is passed on to every task (the first task to start records the matrix, as a plain run would).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import shlex
 import stat
 import sys
@@ -24,7 +30,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from trainbench.errors import UsageError
-from trainbench.results.files import write_text_atomic
 
 LOG_DIR = "slurm"  # in the campaign folder: one <job>_<task>.out per array task
 _EXECUTABLE = stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH  # 755
@@ -84,11 +89,13 @@ def _directives(campaign_dir: Path, runs: int, *, cpus_per_task: int | None, gpu
 
 
 def _task_line(matrix_path: Path, campaign_dir: Path, overrides: Sequence[str], command: Sequence[str],
-               container: str | None, shuffle_seed: int | None) -> str:
+               container: str | None, shuffle_seed: int | None, replace_matrix: bool) -> str:
     words = [*container_prefix(container), *command, "campaign", "run", str(_absolute(matrix_path)), *overrides,
              "--output", str(_absolute(campaign_dir))]
     if shuffle_seed is not None:  # --only N means the N-th run of the shuffled plan: the tasks must shuffle alike
         words += ["--shuffle", str(shuffle_seed)]
+    if replace_matrix:
+        words.append("--replace-matrix")
     # the task id stays a shell expansion: quoted by hand, after the shlex-quoted words
     return f'srun {shlex.join(words)} --only "$SLURM_ARRAY_TASK_ID"'
 
@@ -96,10 +103,12 @@ def _task_line(matrix_path: Path, campaign_dir: Path, overrides: Sequence[str], 
 def sbatch_script(matrix_path: Path, campaign_dir: Path, runs: int, overrides: Sequence[str], *,
                   command: Sequence[str], container: str | None = None, cpus_per_task: int | None = None,
                   gpus_per_task: int | None = None, time_limit: str | None = None, partition: str | None = None,
-                  job_name: str = "trainbench", shuffle_seed: int | None = None) -> str:
+                  job_name: str = "trainbench", shuffle_seed: int | None = None, replace_matrix: bool = False) -> str:
     """The bash sbatch script of a campaign of ``runs`` planned runs: one array task per run (see the module)."""
     if not command:
         raise UsageError("--emit-slurm: the task command is empty")
+    if container is not None and not container.strip():
+        raise UsageError("--container: empty image name")
     directives = _directives(campaign_dir, runs, cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task,
                              time_limit=time_limit, partition=partition, job_name=job_name)
     campaign = _absolute(campaign_dir)
@@ -114,7 +123,8 @@ def sbatch_script(matrix_path: Path, campaign_dir: Path, runs: int, overrides: S
         f"# folders after every task. Slurm's logs: {log_dir(campaign)}/<job>_<task>.out",
     ]
     return "\n".join([*header, *directives, "", "set -euo pipefail", "",
-                      _task_line(matrix_path, campaign_dir, overrides, command, container, shuffle_seed), ""])
+                      _task_line(matrix_path, campaign_dir, overrides, command, container, shuffle_seed,
+                                 replace_matrix), ""])
 
 
 def make_log_dir(campaign_dir: Path) -> Path:
@@ -127,25 +137,50 @@ def make_log_dir(campaign_dir: Path) -> Path:
     return path
 
 
+def refuse_existing(path: Path) -> None:
+    """--emit-slurm never replaces a file: one line when ``path`` is taken (a link to nothing included), or when
+    its folder is missing (checked before the campaign's log folder is made)."""
+    if path.is_symlink() or path.exists():
+        what = "a folder" if path.is_dir() else "a file"
+        raise UsageError(f"--emit-slurm {path}: {what} of that name exists and is never overwritten; choose a new "
+                         "file name")
+    if not path.parent.is_dir():
+        raise UsageError(f"--emit-slurm {path}: no such folder {path.parent}")
+
+
 def write_sbatch_script(path: Path, text: str) -> None:
-    """Write the script atomically (never half-written) and make it executable (755)."""
-    write_text_atomic(path, text)
+    """Write the script executable (755) under a temporary name, then link it to ``path``: whole or not at all, and
+    never over an existing file (``refuse_existing``), even one that appeared while it was written."""
+    refuse_existing(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
-        path.chmod(_EXECUTABLE)
+        with open(temporary, "x", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+        temporary.chmod(_EXECUTABLE)
+        os.link(temporary, path)  # fails if path exists: no overwrite, even in a race
+    except FileExistsError:
+        refuse_existing(path)
+        raise UsageError(f"{path}: cannot write the script (its temporary name was taken)") from None
     except OSError as error:
-        raise UsageError(f"{path}: cannot make it executable: {error.strerror or error}") from None
+        raise UsageError(f"{path}: cannot write the script ({error.strerror or error})") from None
+    finally:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
 
 
 def emit_sbatch(path: Path, matrix_path: Path, campaign_dir: Path, runs: int, overrides: Sequence[str], *,
                 container: str | None = None, command: Sequence[str] | None = None, cpus_per_task: int | None = None,
                 gpus_per_task: int | None = None, time_limit: str | None = None, partition: str | None = None,
-                job_name: str = "trainbench", shuffle_seed: int | None = None) -> str:
+                job_name: str = "trainbench", shuffle_seed: int | None = None, replace_matrix: bool = False) -> str:
     """``--emit-slurm FILE``: the script written to ``path`` and the campaign's slurm/ folder made; returns the text.
-    ``command`` defaults to ``task_command(container)``; the rest is ``sbatch_script``'s."""
+    ``command`` defaults to ``task_command(container)``; the rest is ``sbatch_script``'s. An existing ``path`` is
+    refused before anything is made."""
     text = sbatch_script(matrix_path, campaign_dir, runs, overrides,
                          command=task_command(container) if command is None else command, container=container,
                          cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task, time_limit=time_limit,
-                         partition=partition, job_name=job_name, shuffle_seed=shuffle_seed)
+                         partition=partition, job_name=job_name, shuffle_seed=shuffle_seed,
+                         replace_matrix=replace_matrix)
+    refuse_existing(path)
     make_log_dir(campaign_dir)
     write_sbatch_script(path, text)
     return text

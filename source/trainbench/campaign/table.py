@@ -1,8 +1,20 @@
 """A campaign's results table (``results.csv``), rebuilt from its finished run folders, and its summary.
 
-Only finished runs count: folders named ``run_<repetition>_<config>_ret_<return code>``; ``_inprogress``,
-``_abandoned-<k>`` and ``_refused`` folders are ignored. Rows are in planned-run order, one per run x batch size x
-timed window (a tidy table: filter and group it with pandas, no cleaning needed). Columns, in order:
+Which folders count:
+
+- Only finished runs: folders named ``run_<repetition>_<config>_ret_<return code>``. The runner's other folders
+  (``results.files``' markers: ``IN_PROGRESS`` while a run runs, ``ABANDONED`` after a kill, ``REFUSED`` after a
+  refusal) hold no finished run and are never read.
+- Only runs of the matrix in ``campaign.json``: each run records its matrix's fingerprint in ``campaign_run.json``;
+  a run of another matrix (the folder's matrix before a ``--replace-matrix``) is left out. A run folder without a
+  fingerprint (written before runs recorded it) counts unless ``campaign.json`` records a replacement since.
+- One folder per planned run: when two finished folders name the same run (``run_0_x_ret_0`` and
+  ``run_0_x_ret_1``), the one with the newest result file (``summary.json``, ``profile.json``; then
+  ``campaign_run.json``; the name breaks a tie) counts and the other is left out.
+  ``campaign_runs`` says what was left out, one line each; ``campaign summary`` and ``campaign run`` print them.
+
+Rows are in planned-run order, one per run x batch size x timed window (a tidy table: filter and group it with
+pandas, no cleaning needed). Columns, in order:
 
 - ``run``: the planned run number (``--dry-run``'s first column, ``--only``'s argument); ``repetition``;
   ``experiment`` (the experiment's index in the plan); ``config`` (its config string, as in the folder's name).
@@ -14,7 +26,10 @@ timed window (a tidy table: filter and group it with pandas, no cleaning needed)
   together (all timed images / all timed time), repeated on each of its rows.
 - ``step_time_median_s``, ``step_time_p10_s``, ``step_time_p90_s``, ``step_time_mad_s`` (over every timed step of
   the batch size), ``timed_steps``, ``warmup_steps``, ``input_images_per_sec`` and ``input_bound`` (real data only).
-- ``status`` (ok, oom, error, interrupted), ``error`` (why it failed, or a warning on an ok result).
+- ``status`` (ok, oom, error, interrupted, invalid), ``error`` (why it failed, or a warning on an ok result).
+  ``invalid``: the run recorded it ok but a measured value (images/s, a time, energy...) is NaN, infinite, negative
+  or not a number; ``error`` names the file and the field (``results.store.read_summary``), and such values are left
+  empty in the row so that every numeric column stays numeric.
 - ``return_code`` (from the folder's name: 0 when every batch size was measured) and ``run_folder`` (its name).
 - A profiled run (a ``profiler`` other than none) has one row per batch size, its images columns empty (images/s
   under a profiler are no throughput), and its profile record's values (``profiled_iterations``,
@@ -28,10 +43,12 @@ A run folder that cannot be read (a bad ``campaign_run.json``, an unreadable sum
 appended to it, so that existing columns keep their places.
 
 The summary (``trainbench campaign summary DIR``) has one row per configuration (config and batch size) over its
-repetitions: ``runs`` (repetitions with a result), ``ok``, the median, min and max of the ok repetitions'
-images_per_sec, ``spread_pct`` ((max - min) / median x 100) and ``cv_pct`` (standard deviation / mean x 100,
-ddof 1: empty with one repetition) and, when the matrix has a ``gpus`` axis, ``scaling_efficiency``: the median
-images/s with N processes over N times the median of the same configuration (every other axis equal) with 1.
+repetitions: ``runs`` (repetitions with a result), ``ok``, ``invalid`` (results left out as above), the median, min
+and max of the ok repetitions' images_per_sec, ``spread_pct`` ((max - min) / median x 100) and ``cv_pct``
+(standard deviation / mean x 100, ddof 1: empty with one repetition) and, when the matrix has a ``gpus`` axis,
+``scaling_efficiency``: the median images/s with N processes over N times the median of the same configuration
+(every other axis equal) with 1. Invalid results never enter a statistic; the text's closing line counts them apart
+from the failed ones and names each.
 """
 
 from __future__ import annotations
@@ -40,7 +57,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +67,11 @@ from trainbench.campaign.matrix import AXES, NO_PROFILER
 from trainbench.errors import UsageError
 from trainbench.report.table import aligned
 from trainbench.results.files import write_text_atomic
-from trainbench.results.records import BatchResult, RecordError, Status, format_of
+from trainbench.results.records import BatchResult, RecordError, Status, format_of, is_measured
 from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import TELEMETRY_VALUES
 
+CAMPAIGN_FILE = "campaign.json"  # the campaign's matrix: its fingerprint, and those it replaced
 RUN_FILE = "campaign_run.json"
 TABLE_FILE = "results.csv"
 SUMMARY_FILE = "summary.json"  # a throughput run's, directly in the run folder
@@ -83,15 +101,15 @@ COLUMNS: tuple[str, ...] = (
     "run_folder",
     *TELEMETRY_VALUES,  # GPU energy, power, clocks over all the batch size's windows: the same on each window's row
     "compile_s",  # torch --compile / --cuda-graph: before and outside every window
-    # later issues: append new fixed columns here
+    # a fixed column added later goes here, after all the others
 )
 # A result's values copied as they are (the per-window and over-all images/s are set row by row).
 RESULT_VALUES = ("images_per_sec", "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "step_time_mad_s",
                  "timed_steps", "warmup_steps", "input_images_per_sec", "input_bound", *TELEMETRY_VALUES, "compile_s")
 IMAGES_COLUMNS = ("window_images_per_sec", "images_per_sec")  # left empty on a profiled run's rows
 
-SUMMARY_COLUMNS = ("config", "batch_size", "runs", "ok", "images_per_sec_median", "images_per_sec_min",
-                   "images_per_sec_max", "spread_pct", "cv_pct", "scaling_efficiency")
+STATISTICS = ("images_per_sec_median", "images_per_sec_min", "images_per_sec_max", "spread_pct", "cv_pct")
+SUMMARY_COLUMNS = ("config", "batch_size", "runs", "ok", "invalid", *STATISTICS, "scaling_efficiency")
 
 # run_<repetition>_<config>_ret_<return code>; the config string never holds "_ret_<digits>" at its end
 _FINISHED = re.compile(r"run_(\d+)_(.+)_ret_(-?\d+)")
@@ -108,6 +126,11 @@ class RunFolder:
     config: str
     return_code: int
 
+    @property
+    def stem(self) -> str:
+        """The planned run's name (the runner's ``PlannedRun.stem``): the same for every folder of that run."""
+        return f"run_{self.repetition}_{self.config}"
+
 
 @dataclass(frozen=True)
 class RunInfo:
@@ -118,6 +141,34 @@ class RunInfo:
     experiment: int
     config: str
     values: dict[str, Any]
+    fingerprint: str | None = None  # the matrix the run belongs to; None in folders written before runs recorded it
+
+
+@dataclass(frozen=True)
+class CampaignMatrix:
+    """campaign.json as far as the table needs it: the matrix whose runs count, and the matrices it replaced."""
+
+    fingerprint: str | None  # None: no readable campaign.json, every finished run counts
+    replaced: tuple[str, ...] = ()
+
+    def answers(self, info: RunInfo | None) -> bool:
+        """Whether a run folder's results answer this matrix (an unreadable run file: it cannot say, it counts)."""
+        if self.fingerprint is None or info is None:
+            return True
+        if info.fingerprint is None:  # from before runs recorded it: of the matrix, unless one was replaced since
+            return not self.replaced
+        return info.fingerprint == self.fingerprint
+
+
+Item = tuple[RunFolder, RunInfo | None, str | None]  # a finished folder, its run file, why that cannot be read
+
+
+@dataclass(frozen=True)
+class CampaignRuns:
+    """The finished run folders the table counts, in planned-run order, and one line per thing left out."""
+
+    counted: list[Item]
+    left_out: list[str] = field(default_factory=list)
 
 
 # --- reading the folders -----------------------------------------------------------------------------------------
@@ -156,7 +207,24 @@ def read_run_info(path: Path) -> RunInfo:
         raise UsageError(f"{path}: config is {config!r}, not a config string")
     if not isinstance(values, dict):
         raise UsageError(f"{path}: values is {values!r}, not an object of axis values")
-    return RunInfo(data["run"], data["repetition"], data["experiment"], config, values)
+    fingerprint = data.get("fingerprint")
+    if fingerprint is not None and (not isinstance(fingerprint, str) or not fingerprint):
+        raise UsageError(f"{path}: fingerprint is {fingerprint!r}, not a matrix fingerprint")
+    return RunInfo(data["run"], data["repetition"], data["experiment"], config, values, fingerprint)
+
+
+def read_campaign_matrix(campaign_dir: Path) -> CampaignMatrix:
+    """campaign.json's fingerprint and replaced ones; no fingerprint when it is absent or unreadable (the table is
+    built anyway: it then counts every finished run)."""
+    try:
+        data = json.loads((campaign_dir / CAMPAIGN_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return CampaignMatrix(None)
+    fingerprint = data.get("fingerprint") if isinstance(data, dict) else None
+    if not isinstance(fingerprint, str):
+        return CampaignMatrix(None)
+    replaced = data.get("replaced")
+    return CampaignMatrix(fingerprint, tuple(str(item) for item in replaced) if isinstance(replaced, list) else ())
 
 
 def _run_columns(folder: RunFolder, info: RunInfo | None) -> Row:
@@ -184,8 +252,30 @@ def _window_rates(result: BatchResult) -> list[Any]:
     return [] if overall is None else [overall]
 
 
+def _measurement(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _shown(name: str, value: Any) -> Any:
+    """An invalid result's value as its cell: a measured value that is no measurement is left empty (the error
+    names it), so that the column stays numeric; a list item by item."""
+    if not is_measured(name) or value is None:
+        return value
+    if isinstance(value, list):
+        return [item if _measurement(item) else None for item in value]
+    return value if _measurement(value) else None
+
+
+def _cleared(result: BatchResult) -> BatchResult:
+    if result.status is not Status.INVALID:
+        return result
+    return BatchResult(result.batch_size, result.status, result.error,
+                       {name: _shown(name, value) for name, value in result.values.items()})
+
+
 def throughput_rows(result: BatchResult) -> list[Row]:
     """One row per timed window of a batch size, or one row with no window when it has no measurement."""
+    result = _cleared(result)
     common: Row = {"batch_size": result.batch_size, **{name: _cell(result.values.get(name)) for name in RESULT_VALUES},
                    "status": result.status.value, "error": result.error}
     rates = _window_rates(result)
@@ -204,6 +294,7 @@ def _profile_column(name: str) -> bool:
 def profile_row(result: BatchResult) -> Row:
     """One row per batch size: its record's values, except images/s (under a profiler: no throughput) and those
     naming an axis (the profiler: the run's own value)."""
+    result = _cleared(result)
     values = {name: _cell(value) for name, value in result.values.items() if _profile_column(name)}
     return {"batch_size": result.batch_size, **values, "status": result.status.value, "error": result.error}
 
@@ -288,17 +379,64 @@ def _frame(rows: Sequence[Row], axes: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame({name: _series([row.get(name) for row in rows]) for name in columns}, columns=columns)
 
 
-def _order(item: tuple[RunFolder, RunInfo | None, str | None]) -> tuple[bool, int, str]:
+def _order(item: Item) -> tuple[bool, int, str]:
     """Planned-run order; unreadable folders (no run number) last, by name."""
     folder, info, _ = item
     return info is None, info.run if info else 0, folder.path.name
 
 
+def _result_time(item: Item) -> tuple[int, str]:
+    """When the folder's result was written (its summary, else its run file, else the folder), then its name."""
+    folder, info, _ = item
+    candidates = [_summary_path(folder.path, info)] if info is not None else []
+    for path in [*candidates, folder.path / RUN_FILE, folder.path]:
+        try:
+            return path.stat().st_mtime_ns, folder.path.name
+        except OSError:
+            continue
+    return 0, folder.path.name
+
+
+def _named(paths: Sequence[str], most: int = 3) -> str:
+    shown = ", ".join(paths[:most])
+    return shown if len(paths) <= most else f"{shown} and {len(paths) - most} more"
+
+
+def _one_per_run(items: Sequence[Item]) -> tuple[list[Item], list[str]]:
+    """The newest finished folder of each planned run, and a line for each other one."""
+    by_run: dict[str, list[Item]] = {}
+    for item in items:
+        by_run.setdefault(item[0].stem, []).append(item)
+    kept, notes = [], []
+    for same in by_run.values():
+        newest = max(same, key=_result_time)
+        kept.append(newest)
+        notes += [f"{item[0].path.name} left out: a second finished folder of the run in {newest[0].path.name} "
+                  "(the newest result counts)" for item in sorted(same, key=_result_time) if item is not newest]
+    return kept, notes
+
+
+def campaign_runs(campaign_dir: Path) -> CampaignRuns:
+    """The finished run folders that the table counts (see the module's docstring) and what was left out."""
+    matrix = read_campaign_matrix(campaign_dir)
+    items: list[Item] = [(folder, *_read_folder(folder)) for folder in finished_folders(campaign_dir)]
+    other = sorted(folder.path.name for folder, info, _ in items if not matrix.answers(info))
+    kept, notes = _one_per_run([item for item in items if matrix.answers(item[1])])
+    if other:
+        notes.insert(0, f"{len(other)} run folder{'s' if len(other) > 1 else ''} of another matrix than "
+                        f"{CAMPAIGN_FILE}'s left out (the folder's matrix was replaced): {_named(other)}")
+    return CampaignRuns(sorted(kept, key=_order), notes)
+
+
+def runs_table(runs: CampaignRuns) -> pd.DataFrame:
+    rows = [row for folder, info, problem in runs.counted for row in folder_rows(folder, info, problem)]
+    return _frame(rows, _axis_columns(info for _, info, _ in runs.counted))
+
+
 def campaign_table(campaign_dir: Path) -> pd.DataFrame:
-    """The tidy table of every finished run in ``campaign_dir`` (see the module's docstring)."""
-    folders = sorted(((folder, *_read_folder(folder)) for folder in finished_folders(campaign_dir)), key=_order)
-    rows = [row for folder, info, problem in folders for row in folder_rows(folder, info, problem)]
-    return _frame(rows, _axis_columns(info for _, info, _ in folders))
+    """The tidy table of every finished run in ``campaign_dir`` that answers its matrix (see the module's
+    docstring)."""
+    return runs_table(campaign_runs(campaign_dir))
 
 
 def table_text(table: pd.DataFrame) -> str:
@@ -316,14 +454,24 @@ def write_campaign_table(campaign_dir: Path) -> Path:
 # --- the summary ---------------------------------------------------------------------------------------------------
 
 
-def _rates(group: pd.DataFrame) -> pd.Series:
-    ok = group[group["status"] == Status.OK.value]
-    return pd.to_numeric(ok["images_per_sec"], errors="coerce").dropna()
+def _kinds(group: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Which rows are ok and which invalid. An ok row of results.csv read back whose images/s is present but no
+    measurement (infinite, negative, a text: a table edited by hand) is invalid too."""
+    status = group["status"].astype("object")
+    raw = group["images_per_sec"] if "images_per_sec" in group.columns else pd.Series(math.nan, index=group.index)
+    rate = pd.to_numeric(raw, errors="coerce").astype("float64")
+    no_measurement = raw.notna() & ~(rate.abs().lt(math.inf) & rate.ge(0))
+    ok = status.eq(Status.OK.value)
+    return ok & ~no_measurement, status.eq(Status.INVALID.value) | (ok & no_measurement)
+
+
+def _rates(group: pd.DataFrame, ok: pd.Series) -> pd.Series:
+    return pd.to_numeric(group.loc[ok, "images_per_sec"], errors="coerce").astype("float64").dropna()
 
 
 def _statistics(rates: pd.Series) -> dict[str, float]:
     if rates.empty:
-        return {name: math.nan for name in SUMMARY_COLUMNS[4:]}
+        return {name: math.nan for name in STATISTICS}
     median, low, high = float(rates.median()), float(rates.min()), float(rates.max())
     cv = float(rates.std(ddof=1) / rates.mean() * 100) if len(rates) > 1 else math.nan
     return {"images_per_sec_median": median, "images_per_sec_min": low, "images_per_sec_max": high,
@@ -344,10 +492,10 @@ def campaign_summary(table: pd.DataFrame) -> pd.DataFrame:
     groups = []
     others = [axis for axis in AXES if axis in results.columns and axis != "gpus"]
     for (config, batch_size), group in results.groupby(["config", "batch_size"], dropna=False, sort=False):
+        ok, invalid = _kinds(group)
         row = {"config": config, "batch_size": None if pd.isna(batch_size) else int(batch_size),
-               "runs": int(group["run_folder"].nunique()),
-               "ok": int(group.loc[group["status"] == Status.OK.value, "run_folder"].nunique()),
-               **_statistics(_rates(group))}
+               "runs": int(group["run_folder"].nunique()), "ok": int(group.loc[ok, "run_folder"].nunique()),
+               "invalid": int(group.loc[invalid, "run_folder"].nunique()), **_statistics(_rates(group, ok))}
         setting = (tuple(group[axis].iloc[0] for axis in others), row["batch_size"])
         gpus = int(group["gpus"].iloc[0]) if "gpus" in group.columns and pd.notna(group["gpus"].iloc[0]) else None
         groups.append((_group_order(group, batch_size), row, setting, gpus))
@@ -373,22 +521,47 @@ def _number(value: Any, digits: int) -> str:
 
 def _summary_cells(row: pd.Series) -> tuple[str, ...]:
     batch = "" if pd.isna(row["batch_size"]) else str(int(row["batch_size"]))
-    return (str(row["config"]), batch, str(row["runs"]), str(row["ok"]), str(row["runs"] - row["ok"]),
+    failed = row["runs"] - row["ok"] - row["invalid"]
+    return (str(row["config"]), batch, str(row["runs"]), str(row["ok"]), str(failed), str(row["invalid"]),
             _number(row["images_per_sec_median"], 2), _number(row["images_per_sec_min"], 2),
             _number(row["images_per_sec_max"], 2), _number(row["spread_pct"], 1), _number(row["cv_pct"], 1),
             _number(row["scaling_efficiency"], 3))
 
 
-SUMMARY_HEADER = ("config", "batch", "runs", "ok", "failed", "median images/s", "min", "max", "spread %", "CV %",
-                  "scaling")
+SUMMARY_HEADER = ("config", "batch", "runs", "ok", "failed", "invalid", "median images/s", "min", "max", "spread %",
+                  "CV %", "scaling")
 
 
-def format_summary(summary: pd.DataFrame) -> str:
-    """The summary as an aligned text table, with a line counting the failed results (a batch size that was not
-    measured, an unreadable run folder)."""
-    if summary.empty:
-        return "no finished runs"
-    lines = aligned([SUMMARY_HEADER, *(_summary_cells(row) for _, row in summary.iterrows())])
+def invalid_errors(table: pd.DataFrame) -> list[str]:
+    """Why each invalid result was left out (its error: file and field), one per run folder and batch size."""
+    if table.empty:
+        return []
+    results = table.drop_duplicates(["run_folder", "batch_size"])
+    _, invalid = _kinds(results)
+    return [str(error) if isinstance(error, str) and error else f"{folder}: batch size {batch}: images_per_sec is "
+            "no measurement" for folder, batch, error in results.loc[invalid, ["run_folder", "batch_size", "error"]]
+            .itertuples(index=False)]
+
+
+def _closing_line(summary: pd.DataFrame, errors: Sequence[str]) -> str:
     total, ok = int(summary["runs"].sum()), int(summary["ok"].sum())
-    lines.append(f"{total - ok} of {total} results failed" if ok < total else f"all {total} results ok")
-    return "\n".join(lines)
+    invalid = int(summary["invalid"].sum())
+    failed = total - ok - invalid
+    if ok == total:
+        return f"all {total} results ok"
+    line = f"{failed} of {total} results failed" if failed else f"{ok} of {total} results ok"
+    if invalid:
+        reasons = "; ".join(errors[:3]) + (f"; and {len(errors) - 3} more (results.csv's error column)"
+                                           if len(errors) > 3 else "")
+        line += f"; {invalid} invalid result{'s' if invalid > 1 else ''} left out ({reasons})"
+    return line
+
+
+def format_summary(summary: pd.DataFrame, errors: Sequence[str] = (), left_out: Sequence[str] = ()) -> str:
+    """The summary as an aligned text table, the folders left out (``campaign_runs``), and a closing line counting
+    the failed results (a batch size that was not measured, an unreadable run folder) and, apart, the invalid ones
+    (``errors``: ``invalid_errors``), which no statistic holds."""
+    if summary.empty:
+        return "\n".join([*left_out, "no finished runs"])
+    lines = aligned([SUMMARY_HEADER, *(_summary_cells(row) for _, row in summary.iterrows())])
+    return "\n".join([*lines, *left_out, _closing_line(summary, errors)])

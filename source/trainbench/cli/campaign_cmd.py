@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainbench.cli.options import SEED, path_text, whole_numbers
+from trainbench.errors import UsageError
+
+if TYPE_CHECKING:
+    from trainbench.campaign.matrix import Matrix
 
 DEFAULT_OUTPUT = "campaign_data"
 
@@ -38,11 +43,13 @@ def _add_run(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     parser.add_argument("--only", type=whole_numbers(0), metavar="N[,N...]",
                         help="only these planned runs (numbers as --dry-run prints them); for job arrays")
     parser.add_argument("--replace-matrix", action="store_true",
-                        help="run this matrix in a folder that holds another matrix's campaign (its runs are kept)")
+                        help="run this matrix in a folder that holds another matrix's campaign (its runs are kept "
+                        "on disk and left out of results.csv; a run whose folder name an old run holds is refused)")
     parser.add_argument("--emit-slurm", type=path_text, metavar="FILE",
-                        help="write an sbatch job-array script (one task per planned run) and run nothing")
+                        help="write an sbatch job-array script (one task per planned run) to FILE, a new file, and "
+                        "run nothing")
     parser.add_argument("--container", metavar="IMAGE",
-                        help="with --emit-slurm: run each task in `apptainer exec --nv IMAGE`")
+                        help="only with --emit-slurm: run each task in `apptainer exec --nv IMAGE`")
     parser.set_defaults(run=run, trailing_positionals="overrides")
 
 
@@ -54,30 +61,52 @@ def _add_summary(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     parser.set_defaults(run=summary)
 
 
-def _emit_slurm(args: argparse.Namespace, runs: int) -> int:
-    from trainbench.campaign.slurm import emit_sbatch
+def _refuse_idle_options(args: argparse.Namespace) -> None:
+    """Options that would do nothing in this call are refused, not ignored."""
+    if args.container is not None and not args.emit_slurm:
+        raise UsageError(f"--container {args.container}: only used with --emit-slurm (each Slurm task runs in the "
+                         "image); a campaign run here runs where this command runs")
+    if args.emit_slurm and args.dry_run:
+        raise UsageError("--emit-slurm and --dry-run: choose one (--dry-run prints the plan, --emit-slurm writes "
+                         "the script; neither runs anything)")
+    if args.emit_slurm and args.only:
+        raise UsageError("--emit-slurm and --only: the script has one array task per planned run, each with its own "
+                         "--only; submit a part with sbatch --array=N,M FILE")
+
+
+def _emit_slurm(args: argparse.Namespace, matrix: Matrix) -> int:
+    from trainbench.campaign.matrix import planned_runs
+    from trainbench.campaign.runner import check_campaign
+    from trainbench.campaign.slurm import emit_sbatch, refuse_existing
 
     path = Path(args.emit_slurm)
+    refuse_existing(path)  # before the matrix's data is looked at again or any folder is made
+    check_campaign(Path(args.output), matrix, args.shuffle, args.replace_matrix)
+    runs = len(planned_runs(matrix, args.shuffle))
     emit_sbatch(path, Path(args.matrix), Path(args.output), runs, args.overrides, container=args.container,
-                shuffle_seed=args.shuffle)
+                shuffle_seed=args.shuffle, replace_matrix=args.replace_matrix)
     print(f"wrote {path}: {runs} array tasks; submit with: sbatch {path}")
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainbench.campaign.matrix import format_plan, load_matrix, parse_overrides, planned_runs
+    from trainbench.campaign.matrix import format_plan, load_matrix, parse_overrides
 
+    _refuse_idle_options(args)
     matrix = load_matrix(args.matrix, parse_overrides(args.overrides))
     if args.dry_run:
         print(format_plan(matrix, args.shuffle))
         return 0
     if args.emit_slurm:
-        return _emit_slurm(args, len(planned_runs(matrix, args.shuffle)))
+        return _emit_slurm(args, matrix)
     from trainbench.campaign.runner import run_campaign
+    from trainbench.campaign.table import campaign_runs
 
     folder = Path(args.output)
     outcome = run_campaign(matrix, folder, lambda line: print(line, flush=True), args.shuffle,
                            args.only or (), args.replace_matrix)
+    for note in campaign_runs(folder).left_out:
+        print(f"not in results.csv: {note}")
     print(f"campaign: ran {len(outcome.ran)}, {len(outcome.failed)} with a failed batch size; skipped "
           f"{len(outcome.skipped)} finished before; results: {folder / 'results.csv'}")
     print(f"report: trainbench report {folder}", flush=True)
@@ -86,14 +115,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary(args: argparse.Namespace) -> int:
-    from trainbench.campaign.table import campaign_summary, campaign_table, format_summary
-    from trainbench.errors import UsageError
+    from trainbench.campaign.table import campaign_runs, campaign_summary, format_summary, invalid_errors, runs_table
 
     folder = Path(args.folder)
     if not folder.is_dir():
-        raise UsageError(f"{folder}: not a campaign folder (no such folder)")
-    table = campaign_table(folder)
+        raise UsageError(f"{folder}: not a campaign folder ({'a file' if folder.exists() else 'no such folder'})")
+    runs = campaign_runs(folder)
+    table = runs_table(runs)
     if table.empty:
-        raise UsageError(f"{folder}: no finished run (run_*_ret_* folders) to summarise")
-    print(format_summary(campaign_summary(table)))
+        left = f" ({'; '.join(runs.left_out)})" if runs.left_out else ""
+        raise UsageError(f"{folder}: no finished run (run_*_ret_* folders) to summarise{left}")
+    print(format_summary(campaign_summary(table), invalid_errors(table), runs.left_out))
     return 0

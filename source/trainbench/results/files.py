@@ -31,10 +31,13 @@ LOGS = "logs"  # a run folder's per-batch-size worker files
 IN_PROGRESS, ABANDONED, REFUSED = "_inprogress", "_abandoned-", "_refused"
 
 
+_UNFINISHED_RUN = re.compile(rf"run_.*({IN_PROGRESS}|{REFUSED}|{ABANDONED}\d+)")
+
+
 def in_unfinished_run(path: Path, root: Path) -> bool:
-    """Whether ``path`` (under ``root``) lies in an unfinished campaign run's folder."""
-    parts = path.relative_to(root).parts
-    return any(marker in part for part in parts for marker in (IN_PROGRESS, ABANDONED, REFUSED))
+    """Whether ``path`` (under ``root``) lies in an unfinished campaign run's folder: one named by the runner, the
+    marker at the end (a user's folder that merely contains "_inprogress" is not one)."""
+    return any(_UNFINISHED_RUN.fullmatch(part) for part in path.relative_to(root).parts[:-1])
 _TEMPORARY = ".tmp"
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import mannwhitneyu
 
 from tests.conftest import assert_one_line_error, run_cli
 from trainbench.bench.compare import compare_runs
@@ -149,3 +150,33 @@ def test_runs_whose_batch_sizes_all_failed_say_so(tmp_path: Path) -> None:
     assert result.returncode == 1 and result.stderr == ""
     assert result.stdout.strip() == ("no batch size was measured successfully in both runs "
                                      "(A: 4 ok, 4096 oom; B: 4 oom, 8 error)")
+
+
+def write_two_batch_run(path: Path, steps_by_batch: dict[int, np.ndarray]) -> Path:
+    """A run with one ok result per batch size, each with its own timed steps in steps.csv."""
+    path.mkdir()
+    run = ThroughputRun(path, {"framework": "torch", "precision": "fp32", "image_size": 64, "data": "synthetic"})
+    for batch, step_times in steps_by_batch.items():
+        window = float(step_times.sum())
+        row = {"batch_size": batch, "status": "ok", "images_per_sec": batch * len(step_times) / window,
+               "window_s": window, "timed_steps": len(step_times), "warmup_steps": 0}
+        run.add(BatchResult.from_row(row), step_s=list(step_times))
+    return path
+
+
+def test_each_batch_size_is_tested_on_its_own_steps(tmp_path: Path) -> None:
+    """Batch 8 is unchanged and batch 32 is 30 % slower: only batch 32 is a significant change, each batch size's
+    p-value is that of its own steps alone, and each ratio is that batch size's own (a pooled sample of both
+    batch sizes, whose step times differ fourfold, would give both rows one p-value)."""
+    rng = np.random.default_rng(9)
+    noise = rng.normal(0, 0.002, 160)
+    a = write_two_batch_run(tmp_path / "a", {8: 0.100 + noise[0:40], 32: 0.400 + noise[40:80]})
+    b = write_two_batch_run(tmp_path / "b", {8: 0.100 + noise[80:120], 32: 0.520 + noise[120:160]})
+    table = compare_runs(a, b).set_index("batch_size")
+    assert list(table.index) == [8, 32] and set(table["sample"]) == {"steps"}
+    assert table.loc[8, "p_value"] == pytest.approx(
+        mannwhitneyu(noise[0:40], noise[80:120], alternative="two-sided").pvalue)
+    assert table.loc[8, "p_value"] > 0.05 and not bool(table.loc[8, "significant"])
+    assert table.loc[32, "p_value"] < 1e-6 and bool(table.loc[32, "significant"])
+    assert table.loc[8, "change_pct"] == pytest.approx(0.0, abs=1.0)
+    assert table.loc[32, "change_pct"] == pytest.approx(100 * (0.400 / 0.520 - 1), abs=1.0)

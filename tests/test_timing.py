@@ -1,10 +1,15 @@
-"""The timed window, driven by a runner on a simulated clock (the clock is the test input, not a stand-in)."""
+"""The timed window, driven by a runner on a simulated clock (the clock is the test input, not a stand-in), and the
+worker's windows (``--repeats``) around it."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
 from trainbench.bench.timing import run_window
+from trainbench.bench.worker import measure
+from trainbench.config import BenchConfig, ModelConfig
 
 
 class QueueingRunner:
@@ -61,3 +66,54 @@ def test_hooks_see_every_iteration_number_in_order() -> None:
     seen: list[int] = []
     run_window(runner, warmup=2, steps=3, before_step=[seen.append], clock=runner.clock)
     assert seen == [0, 1, 2, 3, 4]
+
+
+class CountingRunner:
+    """A step that does nothing but count: what matters here is how many steps run, and where the syncs fall."""
+
+    images_per_step = 4
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def step(self) -> None:
+        self.events.append("step")
+
+    def sync(self) -> None:
+        self.events.append("sync")
+
+
+class CountingEngine:
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.runner = CountingRunner()
+
+    def make_runner(self, config: BenchConfig) -> CountingRunner:
+        return self.runner
+
+    def versions(self) -> dict[str, Any]:
+        return {}
+
+
+def test_repeated_windows_share_one_warm_up() -> None:
+    """--repeats 3 is one warm-up, then three windows back to back: the warm-up steps run once, before the first
+    window's synchronised start, and each window has only its timed steps (through the worker's measurement)."""
+    engine = CountingEngine()
+    config = BenchConfig(model=ModelConfig(framework="torch", precision="fp32", device="cpu"), batch_size=4,
+                         warmup_steps=3, steps=5, repeats=3)
+    done = measure(config, engine)  # type: ignore[arg-type]
+    events = engine.runner.events
+    assert events.count("step") == 3 + 3 * 5
+    assert events.index("sync") == 3  # the warm-up, then the first window's start
+    values = done.result.values
+    assert values["windows"] == 3 and values["timed_steps"] == 15 and values["warmup_steps"] == 3
+    assert len(done.warmup_s) == 3 and len(done.step_s) == 15
+
+
+def test_a_window_without_warm_up_times_every_step_it_runs() -> None:
+    """run_window with warmup=0 (the second and later windows) runs exactly its timed steps."""
+    runner = QueueingRunner([0.1] * 4)
+    window = run_window(runner, warmup=0, steps=4, clock=runner.clock)
+    assert runner.steps == 4 and window.warmup_s == () and len(window.step_s) == 4
+    assert window.window_s == pytest.approx(0.4 + 0.001)

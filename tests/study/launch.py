@@ -18,7 +18,9 @@ COMMANDS = {
 
 
 def build(world: Path) -> None:
-    """Nothing to read: every case is refused before a folder is made."""
+    """A campaign matrix asking for one CPU process more than the cores (the rest is refused before any folder)."""
+    (world / "many.yaml").write_text("axes: {framework: [torch], batch_size: [2], image_size: [32], device: [cpu], "
+                                     f"gpus: [{CORES + 1}]}}\nwarmup: 0\nsteps: 1\n")
 
 
 def _cases() -> list[StudyCase]:
@@ -61,6 +63,9 @@ def _cases() -> list[StudyCase]:
                   kind="silent-option"),
         StudyCase("tf several processes", (*tf, "--gpus", "2"), ("--gpus", "MirroredStrategy"), kind="exit-code"),
     ]
+    cases.append(StudyCase("campaign of more processes than cores", ("campaign", "run", "{w}/many.yaml", "--output",
+                                                                     "{w}/campaign"),
+                           (f"gpus {CORES + 1}", f"{CORES} core"), writes=True, kind="resources"))
     return cases
 
 

@@ -13,6 +13,7 @@ import os
 import sys
 
 from trainbench.config import BenchConfig, LaunchConfig
+from trainbench.telemetry.nvml import visible_gpu_count
 
 TORCHRUN = "torch.distributed.run"
 
@@ -40,3 +41,16 @@ def worker_command(config: BenchConfig, module: str) -> list[str]:
         options = torchrun_options(config.launch, f"-batch{config.batch_size}")
         return [sys.executable, "-m", TORCHRUN, *options, "--module", module]
     return [sys.executable, "-m", module]
+
+
+def local_process_problem(launch: LaunchConfig, device: str) -> str | None:
+    """Why this node should not start the launch's processes: one per GPU at most, and on the CPU no more than the
+    cores this process may use (more would only share them, and a typo such as --gpus 1000 would exhaust memory)."""
+    processes = launch.processes_per_node
+    if processes == 1:
+        return None
+    if device == "cuda" and processes > (visible := visible_gpu_count()):
+        return f"this node shows {visible} GPU(s) to CUDA"
+    if device != "cuda" and processes > (cores := len(os.sched_getaffinity(0))):
+        return f"more processes than the {cores} core(s) this process may use (a CPU run)"
+    return None

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainbench.bench.launch import local_process_problem
 from trainbench.bench.sweep import measure_throughput
 from trainbench.campaign.matrix import Experiment, Matrix, bench_configs, planned_runs
 from trainbench.campaign.table import (
@@ -249,8 +250,11 @@ def _finish(folder: Path, path: Path, run: PlannedRun, code: int) -> Path:
 
 
 def _on_this_machine(configs: list[BenchConfig]) -> list[BenchConfig]:
-    """The device "auto" resolved where the run happens (a Slurm task's node), as the throughput command does."""
+    """The device "auto" resolved where the run happens (a Slurm task's node), as the throughput command does, and
+    its processes bounded as there (one per GPU or core)."""
     model = dataclasses.replace(configs[0].model, device=resolve_device_here(configs[0].model.device))
+    if problem := local_process_problem(configs[0].launch, model.device):
+        raise UsageError(f"gpus {configs[0].launch.processes_per_node}: {problem}")
     return [dataclasses.replace(config, model=model) for config in configs]
 
 

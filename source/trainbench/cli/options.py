@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from trainbench.bench.launch import local_process_problem
 from trainbench.config import (
     COMPILE_MODES,
     DEVICES,
@@ -32,7 +32,6 @@ from trainbench.config import (
 from trainbench.data.source import num_classes, open_source, tfrecords_only
 from trainbench.engines.base import resolve_device_here
 from trainbench.errors import UsageError
-from trainbench.telemetry.nvml import visible_gpu_count
 
 # --- option types: every number and list is checked where it is parsed, so the error names the option ---------
 # argparse turns an ArgumentTypeError into "argument --steps: <message>". The bounds are config.py's checks, the
@@ -161,21 +160,8 @@ def launch_config(args: argparse.Namespace, model: ModelConfig) -> LaunchConfig:
     if problem := launch.rendezvous_problem(model.framework):
         raise UsageError(problem)
     if not args.oversubscribe and (problem := local_process_problem(launch, model.device)):
-        raise UsageError(f"{problem} (--oversubscribe starts them anyway)")
+        raise UsageError(f"--gpus {launch.processes_per_node}: {problem} (--oversubscribe starts them anyway)")
     return launch
-
-
-def local_process_problem(launch: LaunchConfig, device: str) -> str | None:
-    """Why this node should not start the launch's processes: one per GPU at most, and on the CPU no more than the
-    cores this process may use (more would only share them, and a typo such as --gpus 1000 would exhaust memory)."""
-    processes = launch.processes_per_node
-    if processes == 1:
-        return None
-    if device == "cuda" and processes > (visible := visible_gpu_count()):
-        return f"--gpus {processes}: this node shows {visible} GPU(s) to CUDA"
-    if device != "cuda" and processes > (cores := len(os.sched_getaffinity(0))):
-        return f"--gpus {processes}: a CPU run of {processes} processes on the {cores} core(s) this process may use"
-    return None
 
 
 def add_telemetry_option(parser: argparse.ArgumentParser) -> None:

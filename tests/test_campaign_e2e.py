@@ -92,8 +92,10 @@ def test_a_killed_campaign_resumes_with_only_what_was_missing(tmp_path: Path) ->
     campaign = tmp_path / "campaign"
     first = _campaign(str(matrix), "--output", str(campaign))
     deadline = time.monotonic() + 600
-    while not _folders(campaign, "_ret_0") and time.monotonic() < deadline and first.poll() is None:
-        time.sleep(0.5)
+    # killed once run 1 has begun: between two runs (a few ms) there is no in-progress folder to find
+    while not (_folders(campaign, "_ret_0") and _folders(campaign, "_inprogress")) and \
+            time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.05)
     os.killpg(first.pid, signal.SIGKILL)  # the campaign, its sweep and worker, in the middle of run 1
     first.wait()
     done = _folders(campaign, "_ret_0")

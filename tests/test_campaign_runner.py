@@ -4,6 +4,7 @@ campaign runs only what is missing, and the folder's lock makes a second writer 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,9 @@ def matrix_file(tmp_path: Path) -> Path:
     return path
 
 
-def measuring(record: list[int], kill_at: int | None = None):  # noqa: ANN201 - a stand-in for runner._measure
+def measuring(record: list[int], kill_at: int | None = None) -> Callable[..., int]:
+    """A stand-in for runner._measure that records the run numbers it is given (and is killed at one)."""
+
     def measure(matrix: object, run: PlannedRun, path: Path, echo: object) -> int:
         record.append(run.number)
         if run.number == kill_at:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +13,10 @@ import pytest
 
 from tests.conftest import assert_one_line_error, run_cli
 from trainbench.analysis import extrap
-from trainbench.analysis.measurements import COLUMNS, GPU_STEP, KERNEL_PREFIX, TRAIN_STEP, gather
-from trainbench.analysis.models import check, curve, evaluate, fit, measured, split_out
+from trainbench.analysis.measurements import COLUMNS, GPU_STEP, KERNEL_PREFIX, TRAIN_STEP, collect, gather, run_settings
+from trainbench.analysis.models import Model, check, curve, evaluate, fit, measured, split_out, value_at
 from trainbench.bench.store import ThroughputRun
+from trainbench.cli.main import main
 from trainbench.errors import UsageError
 from trainbench.results.files import write_json_atomic
 from trainbench.results.records import BatchResult, Status
@@ -211,7 +213,10 @@ def test_model_command_writes_model_json_plot_and_extrap_files(tmp_path: Path) -
     (["--param", "nodes"], ["--param", "unknown parameter 'nodes'"]),
     (["--metric", "speed"], ["--metric", "'speed'"]),
     (["--predict", "batch_size"], ["--predict", "PARAMETER=NUMBER"]),
-    (["--predict", "batch_size=-3"], ["--predict", "above 0"]),
+    (["--predict", "batch_size=-3"], ["--predict", "from 1 to 16777216"]),
+    (["--predict", "batch_size=1e300"], ["--predict", "from 1 to 16777216"]),
+    (["--predict", "batch_size=4,batch_size=8"], ["--predict", "batch_size is given more than once"]),
+    (["--param", "batch_size", "--param", "gpus"], ["--param", "more than once"]),
     (["--param", "batch_size,batch_size"], ["more than once"]),
     (["--leave-out", "gpus=x"], ["--leave-out", "'x' is not a number"]),
 ])
@@ -260,3 +265,146 @@ def test_leaving_out_a_point_never_measured_is_one_line(tmp_path: Path) -> None:
     write_run(tmp_path / "run", {b: [10.0 * b] for b in (2, 4, 8, 16, 32)})
     done = run_cli("model", str(tmp_path / "run"), "--leave-out", "batch_size=3", "--output", str(tmp_path / "o"))
     assert_one_line_error(done, "--leave-out", "no measurement at that point")
+
+
+# --- values that are no measurement, settings, fit quality, points asked for --------------------------------------
+
+
+def _edit(folder: Path, index: int, field: str, value: object) -> None:
+    path = folder / "summary.json"
+    data = json.loads(path.read_text())
+    data["results"][index][field] = value
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(("field", "value", "named"), [
+    ("images_per_sec", math.nan, "results[1].images_per_sec is nan"),
+    ("images_per_sec", -math.inf, "results[1].images_per_sec is -inf"),
+    ("window_images_per_sec", [80.0, -1.0], "results[1].window_images_per_sec is [80.0, -1.0]"),
+    ("images_per_sec", "fast", "results[1].images_per_sec is 'fast'"),
+    ("window_images_per_sec", [0.0], "results[1].window_images_per_sec[0] is 0.0, not a finite positive number"),
+    ("world_size", 0, "results[1].world_size is 0, not a positive whole number"),
+])
+def test_a_result_that_is_no_measurement_is_left_out_and_named(tmp_path: Path, field: str, value: object,
+                                                                named: str) -> None:
+    run = write_run(tmp_path / "run", {8: [100.0], 16: [160.0], 32: [200.0]})
+    _edit(run, 1, field, value)
+    gathered = collect([tmp_path])
+    assert sorted(set(gathered.table["batch_size"])) == [8, 32]
+    assert (gathered.table["value"] > 0).all()
+    (reason,) = gathered.left_out
+    assert reason.startswith(f"{run / 'summary.json'}: ") and named in reason
+    assert gathered.left_out_line().startswith("1 result left out (no measurement): ")
+
+
+def test_fit_refuses_a_value_that_is_no_measurement_before_extra_p_runs() -> None:
+    points = points_of(lambda batch_size: 0.01 * batch_size, {"batch_size": BATCHES})
+    points.loc[3, "value"] = -0.5
+    with pytest.raises(UsageError, match=r"generated: a step_time of -0\.5 is no measurement"):
+        fit(points, ["batch_size"], ["step_time"])
+
+
+def test_run_settings_hold_every_setting_but_the_parameters_and_where_a_run_met() -> None:
+    header = {"framework": "torch", "image_size": 64, "device": "cuda", "timed_steps": 20,
+              "model": {"framework": "torch", "num_classes": 10, "image_size": 64, "compile": False},
+              "launch": {"processes_per_node": 4, "nodes": 2, "rdzv_endpoint": "h:1", "rdzv_id": "7",
+                         "torchrun": True}}
+    env = {"cpu_model": "Xeon", "gpu": {"gpus": [{"name": "H100"}, {"name": "H100"}]}}
+    assert run_settings(header, env) == {"CPU": "Xeon", "GPU": "H100", "compile": "false", "device": "cuda",
+                                         "framework": "torch", "launch.torchrun": "true", "num_classes": "10",
+                                         "timed_steps": "20"}
+    assert "GPU" not in run_settings({**header, "device": "cpu"}, env)  # a CPU run: the GPU played no part
+
+
+@pytest.mark.slow
+def test_runs_that_differ_in_a_setting_are_modelled_apart_and_labelled() -> None:
+    """10 and 1,000 classes at other batch sizes: two models (two Extra-P runs: its input wants one set of
+    points), each label naming its number of classes; the same settings twice stay one model."""
+    ten = points_of(lambda batch_size: 0.01 + 0.001 * batch_size, {"batch_size": BATCHES})
+    thousand = points_of(lambda batch_size: 0.02 + 0.002 * batch_size, {"batch_size": (*BATCHES, 256)})
+    ten["settings"] = json.dumps({"framework": "torch", "num_classes": "10"})
+    thousand["settings"] = json.dumps({"framework": "torch", "num_classes": "1000"})
+    models = fit(pd.concat([ten, thousand], ignore_index=True), ["batch_size"], ["step_time"])
+    assert [model.settings for model in models] == [{"num_classes": "10"}, {"num_classes": "1000"}]
+    assert models[0].label.endswith("| num_classes=10") and models[0](batch_size=64) == pytest.approx(0.074, rel=0.05)
+    assert models[1](batch_size=64) == pytest.approx(0.148, rel=0.05)
+    assert len(measured(models[0], pd.concat([ten, thousand]))) == len(BATCHES)
+
+
+def _model(python: str, smape: float = 3.0, adjusted_r2: float = 0.9, rss: float = 0.1) -> Model:
+    return Model("c", TRAIN_STEP, {}, {}, "step_time", ["batch_size"], python, python, smape, adjusted_r2, rss, 0.0,
+                 {"batch_size": [2.0, 4.0]}, 6)
+
+
+@pytest.mark.parametrize(("model", "says"), [
+    (_model("0.25", smape=21.0, adjusted_r2=1.0), "constant: no parameter explains the values (SMAPE 21.00 %"),
+    (_model("1+2*batch_size**(1)", adjusted_r2=-math.inf), "adjusted R^2 undefined"),
+    (_model("1+2*batch_size**(1)", smape=math.nan, adjusted_r2=math.nan), "failed: Extra-P gave no error figure"),
+    (_model("1+2*batch_size**(1)", adjusted_r2=0.98765), "SMAPE 3.00 %, adjusted R^2 0.9877"),
+])
+def test_fit_quality_is_said_never_made_up(model: Model, says: str) -> None:
+    assert says in model.quality
+    if "0.9877" not in says:
+        assert "R^2 1.0000" not in model.quality and "inf" not in model.quality and "nan" not in model.quality
+    saved = json.loads(json.dumps(model.to_json(), allow_nan=False))  # no NaN or Infinity in model.json
+    assert saved["quality"] == model.quality
+    assert (saved["adjusted_r2"] is None) == (model.constant or not math.isfinite(model.adjusted_r2))
+
+
+def test_a_model_without_a_real_value_gives_nan_never_an_exception() -> None:
+    assert math.isnan(value_at("batch_size**(3)", {"batch_size": 1e300}))
+    assert math.isnan(value_at("log2(batch_size)**(-1)", {"batch_size": 1.0}))
+    assert math.isnan(value_at("(batch_size-5)**(1/2)", {"batch_size": 1.0}))
+    line = curve(replace(_model("log2(batch_size-2)"), points={"batch_size": [2.0, 4.0]}), samples=3)
+    assert line["batch_size"].tolist() == pytest.approx([2 ** 1.5, 4.0])  # log2(0) at 2 has no value: not drawn
+    with pytest.raises(ValueError, match="not a model function"):
+        value_at("open('x')", {})
+
+
+def test_a_left_out_point_measured_at_zero_has_no_relative_error() -> None:
+    model = _model("0.001*batch_size**(1)")
+    held = points_of(lambda batch_size: 0.0, {"batch_size": (8,)}).assign(config="c")
+    (checked,) = check(model, held).checks
+    assert checked.measured == 0 and checked.relative_error is None
+
+
+@pytest.mark.slow
+def test_a_prediction_at_a_parameter_measured_at_one_value_is_not_made() -> None:
+    points = points_of(lambda batch_size: 0.01 + 0.002 * batch_size, {"batch_size": BATCHES})
+    (model,) = fit(points, ["batch_size", "gpus"], ["step_time"],
+                   requests=[{"batch_size": 64, "gpus": 16}, {"batch_size": 64, "gpus": 1}])
+    (made,) = model.predictions
+    assert made.at == {"batch_size": 64}
+    assert "not predicted at batch_size=64,gpus=16: gpus=16 (measured at 1 only) is not modelled here" in \
+        model.warnings
+
+
+@pytest.mark.parametrize(("args", "fragments"), [
+    (["--predict", "gpus=4"], ["--predict gpus=4", "gpus is not a parameter of the model (--param batch_size)"]),
+    (["--param", "batch_size,gpus", "--predict", "batch_size=64"], ["--predict batch_size=64", "missing gpus"]),
+    (["--predict", "batch_size=8", "--predict", "batch_size=8"], ["--predict batch_size=8 is given more than once"]),
+    (["--leave-out", "gpus=1"], ["--leave-out gpus=1", "not a parameter"]),
+    (["--leave-out", "batch_size=3"], ["--leave-out batch_size=3", "no measurement at that point"]),
+])
+def test_points_the_model_cannot_answer_are_refused_and_nothing_is_written(
+        tmp_path: Path, args: list[str], fragments: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    write_run(tmp_path / "run", {b: [10.0 * b] for b in (2, 4, 8, 16, 32)})
+    assert main(["model", str(tmp_path / "run"), *args, "--output", str(tmp_path / "o")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("trainbench: ") and all(fragment in line for fragment in fragments), line
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_the_command_names_what_it_left_out_and_writes_no_nan(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "runs" / "run", {b: [b / (0.01 + 0.001 * b)] * 2 for b in (2, 4, 8, 16, 32, 64)})
+    _edit(run, 5, "images_per_sec", math.nan)
+    _edit(run, 4, "window_images_per_sec", [-1.0, 5.0])
+    done = run_cli("model", str(tmp_path / "runs"), "--output", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert f"note: 2 results left out (no measurement): the first, {run / 'summary.json'}: results[4]." \
+        "window_images_per_sec is [-1.0, 5.0]" in done.stdout
+    saved = json.loads((Path(done.stdout.strip().splitlines()[-1]) / "model.json").read_text(),
+                       parse_constant=lambda name: pytest.fail(f"{name} in model.json"))
+    assert len(saved["results_left_out"]) == 2 and saved["models"][0]["points"]["batch_size"] == [2, 4, 8, 16]

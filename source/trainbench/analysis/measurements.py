@@ -1,13 +1,16 @@
 """Measurements for performance models: every timed window, repetition or profiled step as its own value.
 
 A tidy table, one row per value: ``config`` (what was measured, apart from the model's parameters: framework,
-precision, device, data, step settings), ``region`` (``train step`` for throughput runs; ``step (GPU)`` and
+precision, device, data, step settings, in short), ``settings`` (every setting of the run that is not a parameter,
+as JSON: ``run_settings``), ``region`` (``train step`` for throughput runs; ``step (GPU)`` and
 ``kernel <name>`` for Nsight Systems profiles), the parameters ``batch_size`` (per GPU), ``gpus`` (processes that
 measured together) and ``image_size``, ``metric``, ``value`` and ``source`` (the summary file it came from).
 
 Read through the results model only (``summary.json`` of throughput runs, ``profile.json`` and the per-batch
 ``.timeline.json`` of nsys profiles), from run folders, folders of runs and campaigns alike: every such file under
 the folders given, except those of unfinished campaign runs (``_inprogress``, ``_abandoned-``, ``_refused``).
+A result whose values are no measurement (``invalid`` as the results model reads it, a rate of 0, a GPU time or a
+GPU count that is not a finite non-negative number) is left out, and named: ``Gathered.left_out``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +26,7 @@ import pandas as pd
 
 from trainbench.errors import UsageError
 from trainbench.results.files import in_unfinished_run
-from trainbench.results.records import BatchResult, RunSummary
+from trainbench.results.records import BatchResult, RunSummary, Status
 from trainbench.results.store import read_summary
 
 PARAMETERS: tuple[str, ...] = ("batch_size", "gpus", "image_size")
@@ -34,9 +38,10 @@ METRICS: dict[str, str] = {
     "mean_power_w": "W",
     "gpu_time": "s",  # nsys: GPU busy time per step (step ranges) or per step of one kernel
 }
-COLUMNS = ("config", "region", *PARAMETERS, "metric", "value", "source")
+COLUMNS = ("config", "settings", "region", *PARAMETERS, "metric", "value", "source")
 TRAIN_STEP, GPU_STEP, KERNEL_PREFIX = "train step", "step (GPU)", "kernel "
 TOP_KERNELS = 5  # kernels modelled per profile: the ones with the most GPU time over all its batch sizes
+
 
 def summary_files(folders: list[Path]) -> list[Path]:
     """Every throughput summary.json and nsys profile.json under the folders (a folder may be a run itself)."""
@@ -50,9 +55,51 @@ def summary_files(folders: list[Path]) -> list[Path]:
     return sorted(set(found))
 
 
+# Header fields that are no setting of what a run measured: the parameters (image_size; processes per node times
+# nodes is gpus) and where its processes met or its profiler wrote its trace.
+NOT_SETTINGS = frozenset({"image_size", "launch.processes_per_node", "launch.nodes", "launch.rdzv_endpoint",
+                          "launch.rdzv_id", "window.trace_dir"})
+NOT_RECORDED = "not recorded"
+
+
+def _flatten(prefix: str, value: Any, into: dict[str, str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _flatten(f"{prefix}.{key}" if prefix else str(key), item, into)
+    else:
+        into[prefix] = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _hardware(env: Any, device: str) -> dict[str, str]:
+    """The CPU model and (unless the run was on the CPU) the GPU models of the machine, from env.json."""
+    if not isinstance(env, dict):
+        return {}
+    found: dict[str, str] = {}
+    if env.get("cpu_model") is not None:
+        found["CPU"] = str(env["cpu_model"])
+    gpu = env.get("gpu")
+    if device != "cpu" and isinstance(gpu, dict) and isinstance(gpu.get("gpus"), list):
+        found["GPU"] = ", ".join(sorted({str(g.get("name")) for g in gpu["gpus"] if isinstance(g, dict)})) or "none"
+    return found
+
+
+def run_settings(header: dict[str, Any], env: Any = None) -> dict[str, str]:
+    """Every setting of a run that is not a model parameter, flat (``launch.torchrun``, ``num_classes``, ...), its
+    value as text: the summary's header (the model's fields at the top level) and the machine's CPU and GPU models
+    from its env.json. Runs that differ in any of them measured different things."""
+    model = header.get("model")
+    flat: dict[str, str] = {}
+    _flatten("", {**(model if isinstance(model, dict) else {}), **{k: v for k, v in header.items() if k != "model"}},
+             flat)
+    settings = {key: value for key, value in flat.items() if key not in NOT_SETTINGS}
+    settings.update(_hardware(env, settings.get("device", "")))
+    return dict(sorted(settings.items()))
+
+
 def config_label(header: dict[str, Any]) -> str:
     """What a run measured apart from the parameters: "torch fp32 cpu synthetic" plus its step settings."""
-    model = header.get("model") or {}
+    model = header.get("model")
+    model = model if isinstance(model, dict) else {}
     parts = [str(header.get(key, model.get(key, "?"))) for key in ("framework", "precision", "device")]
     data = header.get("data")
     parts.append("synthetic" if data in (None, "synthetic") else f"data={Path(str(data)).name}")
@@ -64,58 +111,127 @@ def config_label(header: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def _gpus(header: dict[str, Any], result: BatchResult) -> int:
-    world = result.values.get("world_size")
-    if isinstance(world, int) and world > 0:
-        return world
+class _LeftOut(Exception):
+    """A result whose values cannot be modelled: the field and its value; ``file`` when not the summary itself."""
+
+    def __init__(self, problem: str, file: Path | None = None) -> None:
+        super().__init__(problem)
+        self.file = file
+
+
+def _finite(value: Any, where: str, positive: bool = False) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and \
+        (value > 0 if positive else value >= 0)
+    if not ok:
+        raise _LeftOut(f"{where} is {value!r}, not a finite {'positive' if positive else 'non-negative'} number")
+    return float(value)
+
+
+def _whole(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _LeftOut(f"{where} is {value!r}, not a positive whole number")
+    return value
+
+
+def _gpus(header: dict[str, Any], result: BatchResult, where: str) -> int:
+    if result.values.get("world_size") is not None:  # None: not recorded (a single-process run)
+        return _whole(result.values["world_size"], f"{where}.world_size")
     launch = header.get("launch") or {}
-    return int(launch.get("processes_per_node", 1)) * int(launch.get("nodes", 1))
+    if not isinstance(launch, dict):
+        raise _LeftOut(f"launch is {launch!r}, not an object")
+    return _whole(launch.get("processes_per_node", 1), "launch.processes_per_node") * \
+        _whole(launch.get("nodes", 1), "launch.nodes")
 
 
-def _number(value: Any) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else None
+def _image_size(header: dict[str, Any]) -> int | None:
+    model = header.get("model")
+    size = header.get("image_size") or (model.get("image_size") if isinstance(model, dict) else None)
+    return None if size is None else _whole(size, "image_size")
 
 
-def _throughput_values(result: BatchResult, gpus: int) -> Iterator[tuple[str, str, float]]:
+def _throughput_values(result: BatchResult, gpus: int, where: str) -> Iterator[tuple[str, str, float]]:
     """(region, metric, value): each window's step time and images/s, and the run's energy figures."""
-    windows = result.values.get("window_images_per_sec") or [result.values.get("images_per_sec")]
-    for rate in map(_number, windows):
-        if rate:
-            yield TRAIN_STEP, "images_per_sec", rate
-            yield TRAIN_STEP, "step_time", result.batch_size * gpus / rate
+    windows = result.values.get("window_images_per_sec")
+    field_name = "window_images_per_sec" if windows else "images_per_sec"
+    for index, rate in enumerate(windows or [result.values.get("images_per_sec")]):
+        # read_summary let only finite non-negative rates through; 0 images/s is no step time either
+        rate = _finite(rate, f"{where}.{field_name}" + (f"[{index}]" if windows else ""), positive=True)
+        yield TRAIN_STEP, "images_per_sec", rate
+        yield TRAIN_STEP, "step_time", result.batch_size * gpus / rate
     for metric in ("joules_per_image", "mean_power_w"):
-        if (value := _number(result.values.get(metric))) is not None:
-            yield TRAIN_STEP, metric, value
+        if (value := result.values.get(metric)) is not None:
+            yield TRAIN_STEP, metric, _finite(value, f"{where}.{metric}")
 
 
-def _timeline_values(path: Path, result: BatchResult) -> Iterator[tuple[str, str, float]]:
+def _timeline_values(path: Path, result: BatchResult) -> list[tuple[str, str, float]]:
     """nsys: each step's GPU busy time, and per kernel name its GPU time per step (one value per batch size)."""
     timeline = path.parent / f"batch_{result.batch_size}.timeline.json"
     try:
         summary = json.loads(timeline.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return  # the profile row names why its timeline is missing; nothing to model from it
-    step_ms = summary.get("step_gpu_ms") or []
-    for milliseconds in map(_number, step_ms):
-        if milliseconds is not None:
-            yield GPU_STEP, "gpu_time", milliseconds / 1e3
-    for kernel in summary.get("top_kernels") or []:
-        if step_ms and (total := _number(kernel.get("total_ns"))) is not None:
-            yield f"{KERNEL_PREFIX}{kernel.get('name')}", "gpu_time", total / 1e9 / len(step_ms)
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise _LeftOut(f"no GPU times to model ({type(error).__name__})", timeline) from None
+    try:
+        return list(_gpu_times(summary))
+    except _LeftOut as problem:
+        raise _LeftOut(str(problem), timeline) from None
 
 
-def _rows(path: Path, summary: RunSummary) -> Iterator[dict[str, Any]]:
+def _gpu_times(summary: Any) -> Iterator[tuple[str, str, float]]:
+    step_ms = summary.get("step_gpu_ms") if isinstance(summary, dict) else None
+    kernels = (summary.get("top_kernels") or []) if isinstance(summary, dict) else None
+    if not isinstance(step_ms, list) or not step_ms or not isinstance(kernels, list):
+        raise _LeftOut("step_gpu_ms is no list of step times, or top_kernels no list")
+    for index, milliseconds in enumerate(step_ms):
+        yield GPU_STEP, "gpu_time", _finite(milliseconds, f"step_gpu_ms[{index}]") / 1e3
+    for index, kernel in enumerate(kernels):
+        total = _finite(kernel.get("total_ns") if isinstance(kernel, dict) else kernel,
+                        f"top_kernels[{index}].total_ns")
+        yield f"{KERNEL_PREFIX}{kernel.get('name')}", "gpu_time", total / 1e9 / len(step_ms)
+
+
+@dataclass
+class Gathered:
+    """The measurements (``COLUMNS``) and, for each result left out, why (its file and field)."""
+
+    table: pd.DataFrame
+    left_out: list[str] = field(default_factory=list)
+
+    def left_out_line(self) -> str:
+        """"2 results left out (no measurement): the first, FILE: results[0].images_per_sec is nan, ..."; "" if none."""
+        if not self.left_out:
+            return ""
+        count = len(self.left_out)
+        first = "" if count == 1 else "the first, "
+        return f"{count} result{'s' * (count > 1)} left out (no measurement): {first}{self.left_out[0]}"
+
+
+def _env(path: Path) -> Any:
+    try:
+        return json.loads((path.parent / "env.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None  # a run copied without it: its CPU and GPU count as not recorded
+
+
+def _rows(path: Path, summary: RunSummary, left_out: list[str]) -> Iterator[dict[str, Any]]:
     header = summary.header
     label = config_label(header)
-    image_size = header.get("image_size") or (header.get("model") or {}).get("image_size")
-    for result in summary.ok_results():
-        gpus = _gpus(header, result)
-        values = (_timeline_values(path, result) if path.name == "profile.json"
-                  else _throughput_values(result, gpus))
+    settings = json.dumps(run_settings(header, _env(path)))
+    for index, result in enumerate(summary.results):
+        if result.status is Status.INVALID:
+            left_out.append(str(result.error))
+        if not result.ok:
+            continue
+        where = f"results[{index}]"
+        try:
+            gpus, image_size = _gpus(header, result, where), _image_size(header)
+            values = (_timeline_values(path, result) if path.name == "profile.json"
+                      else list(_throughput_values(result, gpus, where)))
+        except _LeftOut as problem:
+            left_out.append(f"{problem.file or path}: {problem}")
+            continue
         for region, metric, value in values:
-            yield {"config": label, "region": region, "batch_size": result.batch_size, "gpus": gpus,
-                   "image_size": image_size, "metric": metric, "value": value, "source": str(path)}
+            yield {"config": label, "settings": settings, "region": region, "batch_size": result.batch_size,
+                   "gpus": gpus, "image_size": image_size, "metric": metric, "value": value, "source": str(path)}
 
 
 def _top_kernels_only(table: pd.DataFrame) -> pd.DataFrame:
@@ -123,19 +239,28 @@ def _top_kernels_only(table: pd.DataFrame) -> pd.DataFrame:
     other batch sizes: a kernel seen at few points cannot be modelled)."""
     is_kernel = table["region"].str.startswith(KERNEL_PREFIX)
     kernels = table[is_kernel]
-    totals = kernels.groupby(["config", "region"])["value"].sum().reset_index()
-    top = totals.sort_values("value", ascending=False).groupby("config").head(TOP_KERNELS)
-    keep = set(zip(top["config"], top["region"], strict=True))
-    chosen = [(config, region) in keep for config, region in zip(kernels["config"], kernels["region"], strict=True)]
+    totals = kernels.groupby(["config", "settings", "region"])["value"].sum().reset_index()
+    top = totals.sort_values("value", ascending=False).groupby(["config", "settings"]).head(TOP_KERNELS)
+    keep = set(zip(top["config"], top["settings"], top["region"], strict=True))
+    chosen = [key in keep for key in zip(kernels["config"], kernels["settings"], kernels["region"], strict=True)]
     return pd.concat([table[~is_kernel], kernels[chosen]], ignore_index=True)
 
 
-def gather(folders: list[Path]) -> pd.DataFrame:
-    """The measurements under the folders as a tidy table (``COLUMNS``); a folder with none is a UsageError."""
+def collect(folders: list[Path]) -> Gathered:
+    """The measurements under the folders and the results left out; a folder with none is a UsageError."""
     files = summary_files(folders)
-    rows = [row for path in files for row in _rows(path, read_summary(path, "throughput run or profile"))]
+    left_out: list[str] = []
+    rows = [row for path in files for row in _rows(path, read_summary(path, "throughput run or profile"), left_out)]
+    gathered = Gathered(pd.DataFrame(rows, columns=list(COLUMNS)), left_out)
     if not rows:
         where = ", ".join(str(folder) for folder in folders)
+        also = f"; {gathered.left_out_line()}" if left_out else ""
         raise UsageError(f"{where}: no measured batch size found (no summary.json or nsys profile.json with an ok "
-                         "result)")
-    return _top_kernels_only(pd.DataFrame(rows, columns=list(COLUMNS)))
+                         f"result){also}")
+    gathered.table = _top_kernels_only(gathered.table)
+    return gathered
+
+
+def gather(folders: list[Path]) -> pd.DataFrame:
+    """The measurements under the folders as a tidy table (``COLUMNS``), without the record of what was left out."""
+    return collect(folders).table

@@ -12,11 +12,13 @@ import pandas as pd
 import pytest
 
 from trainbench.analysis.timeline import (
+    WindowChoice,
     analysis_window,
     kernels,
     memory_ops,
     merged_busy_ns,
     open_export,
+    parse_window,
     step_gpu_time,
     step_ranges,
     summarize,
@@ -371,3 +373,71 @@ def test_export_is_opened_read_only(tmp_path: Path) -> None:
         assert len(kernels(conn)) == len(KERNELS)
     finally:
         conn.close()
+
+
+# --- rows no profiler writes ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("table", "changes", "fragment"), [
+    ("kernel_rows", {2: (1200, 1100, 7, 3, TRAIN_PID, GEMM)},
+     "CUPTI_ACTIVITY_KIND_KERNEL rowid 3: end 1100 is before start 1200"),
+    ("kernel_rows", {2: (1200, 1100, 7, 3, TRAIN_PID, GEMM), 5: (1600, 1500, 7, 6, TRAIN_PID, GEMM)},
+     "CUPTI_ACTIVITY_KIND_KERNEL rowid 3: end 1100 is before start 1200 (1 more such row)"),
+    ("memcpys", {1: (1020, 800, 20, 500)}, "CUPTI_ACTIVITY_KIND_MEMCPY rowid 2: end 800 is before start 1020"),
+    ("memsets", {0: (1340, 1300, 7, 256)}, "CUPTI_ACTIVITY_KIND_MEMSET rowid 1: end 1300 is before start 1340"),
+    ("nvtx", {1: (1400, 1000, 59, "step:0", None)}, "NVTX_EVENTS rowid 2: end 1000 is before start 1400"),
+])
+def test_an_interval_that_ends_before_it_starts_is_refused_naming_the_row(
+        tmp_path: Path, table: str, changes: dict[int, tuple], fragment: str) -> None:
+    rows = list({"kernel_rows": KERNELS, "memcpys": MEMCPYS, "memsets": MEMSETS, "nvtx": NVTX}[table])
+    for index, row in changes.items():
+        rows[index] = row
+    path = build_export(tmp_path / "edited.sqlite", **{table: rows})
+    with pytest.raises(UsageError) as caught:
+        summarize(path)
+    assert str(caught.value).startswith(f"{path}: {fragment}")
+    assert "damaged or was edited" in str(caught.value)
+
+
+def test_an_open_range_and_a_mark_are_not_impossible(export: Path) -> None:
+    # NVTX's step:3 has no end (left open) and step:9 is a mark: neither is a fault, as before.
+    assert summarize(export)["steps"] == 3
+
+
+# --- windows that miss the GPU's work -----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("bounds", "fragments"), [
+    ((0, 50), ["--window 0:50 lies outside the capture (before the first recorded event",
+               "its events span [100, 2100) ns"]),
+    ((5000, 9000), ["--window 5000:9000 lies outside the capture (after the last recorded event"]),
+    ((250, 450), ["--window 250:450 holds no kernel, memcpy or memset time",
+                  "the capture's GPU activity spans [100, 2100) ns"]),
+])
+def test_a_window_without_gpu_activity_is_refused(export: Path, bounds: tuple[int, int],
+                                                  fragments: list[str]) -> None:
+    with pytest.raises(UsageError) as caught:
+        summarize(export, window=WindowChoice(bounds=bounds))
+    assert str(caught.value).startswith(f"{export}: ")
+    assert all(fragment in str(caught.value) for fragment in fragments), str(caught.value)
+
+
+def test_an_nvtx_window_without_gpu_activity_is_refused(tmp_path: Path) -> None:
+    nvtx = [*NVTX, (300, 450, 59, "data loading", None)]  # a CPU-only range between the first copy and K0
+    path = build_export(tmp_path / "loader.sqlite", nvtx=nvtx)
+    with pytest.raises(UsageError, match=r"--window nvtx:data loading \[300, 450\) ns holds no kernel"):
+        summarize(path, window=WindowChoice(nvtx_name="data loading"))
+
+
+def test_a_window_reaching_past_the_capture_is_cut_to_it(export: Path) -> None:
+    summary = summarize(export, window=WindowChoice(bounds=(0, 10**15)))
+    # The busy time is over what was recorded, [100, 2100), not over a petasecond nobody watched.
+    assert summary["window"] == {"start_ns": 100, "end_ns": 2100, "from": "given", "requested_ns": [0, 10**15]}
+    assert summary["window_ns"] == 2000
+    whole = summarize(export, window=WindowChoice(bounds=(100, 2100)))
+    assert "requested_ns" not in whole["window"]
+    assert summary["gpu_busy_fraction"] == whole["gpu_busy_fraction"] > 0
+
+
+def test_a_window_bound_past_int64_is_refused() -> None:
+    with pytest.raises(UsageError, match="END must be below 2"):
+        parse_window(f"0:{2**63}")
+    assert parse_window(f"0:{2**63 - 1}").bounds == (0, 2**63 - 1)

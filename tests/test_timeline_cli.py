@@ -416,3 +416,59 @@ def test_help_lists_the_command() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
     assert "timeline" in result.stdout
+
+
+# --- numbers that would look like measurements and are not: refused -----------------------------------------
+
+@pytest.mark.parametrize(("rows", "fragment"), [
+    ([(100, 300, 1), (1500, 1200, 1)], "CUPTI_ACTIVITY_KIND_KERNEL rowid 2: end 1200 is before start 1500"),
+    ([(100, 300, 1), ("12:00", 1500, 1)], "CUPTI_ACTIVITY_KIND_KERNEL rowid 2: start is '12:00', not a whole number"),
+    ([(100, None, 1), (1200, 1500, 1)], "CUPTI_ACTIVITY_KIND_KERNEL rowid 1: end is missing (NULL)"),
+    ([(100, 300.5, 1)], "CUPTI_ACTIVITY_KIND_KERNEL rowid 1: end is 300.5, not a whole number"),
+])
+def test_an_impossible_kernel_row_is_one_line_naming_file_table_and_row(tmp_path: Path, rows: list[tuple],
+                                                                         fragment: str) -> None:
+    # Untyped columns keep what was written, as a hand-edited or damaged file may.
+    path = _layout(tmp_path / "edited.sqlite", {
+        "StringIds": STRINGS_TABLE, "CUPTI_ACTIVITY_KIND_KERNEL": ("start, end, demangledName", rows)})
+    result = run_cli("timeline", str(path))
+    assert_one_line_error(result, f"trainbench: timeline: {path}: {fragment}")
+    assert result.stdout == ""
+
+
+def test_a_window_outside_a_real_capture_is_one_line(nsys_fixtures: Path) -> None:
+    path = nsys_fixtures / f"{FARAZ}.sqlite"
+    before = run_cli("timeline", str(path), "--window", "0:1000")
+    assert_one_line_error(before, f"{path}: --window 0:1000 lies outside the capture (before the first recorded "
+                          "event; its events span [")
+    assert before.stdout == ""
+    after = run_cli("timeline", str(path), "--json", "--window", "9000000000000000000:9000000000000000001")
+    assert_one_line_error(after, "lies outside the capture (after the last recorded event")
+    # Between the first host-to-device copy's end and the second's start nothing ran on the GPU.
+    gap = run_cli("timeline", str(path), "--window", "1490800000:1490900000")
+    assert_one_line_error(gap, "--window 1490800000:1490900000 holds no kernel, memcpy or memset time",
+                          "the capture's GPU activity spans [1489664547, 1503604097) ns")
+
+
+def test_a_window_past_the_capture_is_cut_and_says_so(nsys_fixtures: Path) -> None:
+    path = nsys_fixtures / f"{FARAZ}.sqlite"
+    result = run_cli("timeline", str(path), "--window", f"1492000000:{10**18}")
+    assert result.returncode == 0, result.stderr
+    window = result.stdout.splitlines()[1]
+    assert window.startswith("window:      ") and window.endswith(
+        f"from given, cut from the requested [1492000000, {10**18}) ns to the capture's recorded events")
+    summary = timeline_json(path, "--window", f"1492000000:{10**18}")
+    assert summary["window"]["requested_ns"] == [1492000000, 10**18]
+    assert summary["gpu_busy_ns"] == 9_932_539 and summary["gpu_busy_fraction"] > 0.1
+
+
+def test_one_file_whose_window_misses_is_left_out_of_the_comparison(ranks: tuple[Path, Path],
+                                                                   tmp_path: Path) -> None:
+    fast, _ = ranks
+    late = _rank(tmp_path / "late.sqlite", [(5100, 5300)], [])  # its kernel runs long after both steps
+    result = run_cli("timeline", str(fast), str(late), "--window", "0:2000")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"trainbench: timeline: {late}: --window 0:2000 holds no kernel, memcpy or memset time (the capture's GPU "
+        "activity spans [5100, 5300) ns); choose a window that overlaps it"]
+    assert f"==> {fast} <==" in result.stdout and "side by side" not in result.stdout

@@ -4,6 +4,7 @@ missing repetitions, the per-iteration merge with the GPU timeline, and a wrong 
 from __future__ import annotations
 
 import ast
+import json
 import math
 import statistics
 from pathlib import Path
@@ -277,7 +278,8 @@ def test_write_report_files_and_threshold_from_the_plan(study: Path) -> None:
     assert len(pd.read_csv(study / "gpu2_iterations.csv")) == 2 * 2 * 3  # repetition 1 is missing
     for gpu in range(4):
         assert (study / f"gpu{gpu}_iterations.csv").is_file()
-    assert set(frames) == {"runs", "gpus", "across", *(f"gpu{gpu}_iterations" for gpu in range(4))}
+    assert set(frames) == {"runs", "gpus", "across", "unmeasured", *(f"gpu{gpu}_iterations" for gpu in range(4))}
+    assert frames["unmeasured"].empty and not (study / "unmeasured.csv").exists()
     loose = var.write_report(study, threshold=0.3)
     assert not loose["gpus"]["outlier"].any()
     assert not pd.read_csv(study / var.GPUS_FILE)["outlier"].any()
@@ -321,7 +323,10 @@ def test_an_empty_study_reports_nothing(tmp_path: Path) -> None:
     frames = var.write_report(tmp_path)
     assert frames["runs"].empty and frames["gpus"].empty and frames["across"].empty
     assert list(pd.read_csv(tmp_path / var.GPUS_FILE).columns) == list(var.GPU_COLUMNS)
-    assert var.format_report(frames) == "no result in this variability folder"
+    assert var.format_report(frames).splitlines() == [
+        "no result in this variability folder",
+        *(f"GPU {gpu} ({NAME}): no finished run (none of its 3 run folders exists); left out of every figure"
+          for gpu in range(4))]
 
 
 def test_analysis_imports_only_the_layers_below() -> None:
@@ -332,3 +337,83 @@ def test_analysis_imports_only_the_layers_below() -> None:
     for module in modules:
         if module and module.startswith("trainbench"):
             assert module.startswith(allowed), module
+
+
+# --- GPUs that are not there, settings that differ, values that are no measurement ----------------------------
+
+def test_a_gpu_without_a_finished_run_is_named_not_dropped(tmp_path: Path) -> None:
+    folder = tmp_path / "v"
+    write_plan(folder, repetitions=2)
+    for gpu in range(3):  # GPU 3: one folder killed before its summary, the other never started
+        for repetition in range(2):
+            write_run(folder, gpu, repetition, [BatchResult(64, Status.OK, None, values(1000.0, gpu, repetition))])
+    (folder / "gpu3_rep0").mkdir()
+    frames = var.write_report(folder)
+    assert frames["unmeasured"].to_dict("records") == [
+        {"gpu_index": 3, "uuid": "GPU-0003", "name": NAME,
+         "reason": "1 of its 2 run folders exist, none with a summary.json"}]
+    assert sorted(frames["gpus"]["gpu_index"]) == [0, 1, 2]
+    text = var.format_report(frames).splitlines()
+    assert text[-1] == (f"GPU 3 ({NAME}): no finished run (1 of its 2 run folders exist, none with a summary.json); "
+                        "left out of every figure")
+    assert any("across GPUs' medians (n=3)" in line for line in text)
+
+
+def test_a_gpu_missing_at_one_batch_size_is_named_there(tmp_path: Path) -> None:
+    folder = tmp_path / "v"
+    write_plan(folder, gpus=2, repetitions=1)
+    write_run(folder, 0, 0, [BatchResult(64, Status.OK, None, values(1000.0, 0, 0)),
+                             BatchResult(128, Status.OK, None, values(1100.0, 0, 0))])
+    write_run(folder, 1, 0, [BatchResult(64, Status.OK, None, values(990.0, 1, 0))])  # killed before 128
+    lines = var.format_report(var.write_report(folder)).splitlines()
+    batch_128 = lines[lines.index("batch 128"):]
+    assert "   1  no result at batch 128 (left out of its figures)" in batch_128
+
+
+def _edited_header(run_dir: Path, key: str, value: Any) -> None:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary[key] = value
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+
+
+@pytest.mark.parametrize(("key", "value", "fragment"), [
+    ("precision", "bf16", "precision is None in gpu0_rep0 but 'bf16' in gpu1_rep0"),
+    ("timed_steps", 30, "timed_steps is 3 in gpu0_rep0 but 30 in gpu1_rep0"),
+    ("model", {"num_classes": 10}, "model.num_classes is None in gpu0_rep0 but 10 in gpu1_rep0"),
+])
+def test_runs_of_different_settings_are_refused_naming_the_setting(tmp_path: Path, key: str, value: Any,
+                                                                   fragment: str) -> None:
+    folder = tmp_path / "v"
+    write_plan(folder, gpus=2, repetitions=1)
+    for gpu in range(2):
+        write_run(folder, gpu, 0, [BatchResult(64, Status.OK, None, values(1000.0 - 200 * gpu, gpu, 0))])
+    _edited_header(folder / "gpu1_rep0", key, value)
+    for call in (var.load_runs, var.write_report):
+        with pytest.raises(UsageError) as caught:
+            call(folder)
+        message = str(caught.value)
+        assert message.startswith(f"{folder}: its runs used different settings: {fragment}")
+        assert "\n" not in message
+    assert not list(folder.glob("*.csv"))
+
+
+def test_an_invalid_value_is_shown_counted_and_left_out(tmp_path: Path) -> None:
+    folder = tmp_path / "v"
+    write_plan(folder, gpus=2, repetitions=2)
+    for gpu in range(2):
+        for repetition in range(2):
+            write_run(folder, gpu, repetition, [BatchResult(64, Status.OK, None, values(1000.0, gpu, repetition))])
+    summary_path = folder / "gpu1_rep1" / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    summary["results"][0]["images_per_sec"] = -5000.0  # a hand edit: a rate no run measures
+    summary_path.write_text(json.dumps(summary))
+    frames = var.write_report(folder)
+    gpu1 = frames["gpus"].set_index("gpu_index").loc[1]
+    assert (gpu1["repetitions"], gpu1["failed"], gpu1["invalid"]) == (1, 0, 1)
+    assert gpu1["images_per_sec_median"] == 1000.0
+    runs_scope = frames["across"][frames["across"]["scope"] == var.SCOPE_RUNS].iloc[0]
+    assert (runs_scope["n"], runs_scope["slowest_over_median"]) == (3, 1.0)
+    lines = var.format_report(frames).splitlines()
+    assert any(line.split()[0] == "1" and line.endswith("(1 invalid)") for line in lines)
+    assert lines[-2:] == ["1 invalid result left out of every median and spread:",
+                          f"  {summary_path}: results[0].images_per_sec is -5000.0, not a finite non-negative number"]

@@ -58,10 +58,25 @@ def test_variability_runs_every_gpu_and_repetition_and_reports(tmp_path: Path) -
 
 
 def test_variability_without_a_visible_gpu_is_one_line(tmp_path: Path) -> None:
-    result = run_cli("variability", "run", "--device", "cpu", "--output", str(tmp_path / "out"),
+    result = run_cli("variability", "run", "--output", str(tmp_path / "out"),
                      env=standin_env(tmp_path, visible=""), cwd=tmp_path)
-    assert_one_line_error(result, "variability: no GPU to compare")
+    assert_one_line_error(result, "variability: no GPU to compare", "--device cpu checks the plumbing on the CPU")
     assert not (tmp_path / "out").exists()  # refused before any folder is made
+
+
+def test_device_cpu_without_a_gpu_runs_the_plumbing_on_a_cpu_stand_in(tmp_path: Path) -> None:
+    result = run_cli("variability", "run", "--device", "cpu", "--framework", "torch", "--batch-sizes", "2",
+                     "--image-size", "64", "--warmup", "1", "--steps", "2", "--repetitions", "1",
+                     "--output", str(tmp_path / "out"), env=standin_env(tmp_path, visible=""), cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    folder = Path(result.stdout.strip().splitlines()[-1])
+    assert sorted(path.name for path in folder.iterdir() if path.is_dir()) == ["gpu0_rep0"]
+    plan = json.loads((folder / "variability.json").read_text())
+    assert plan["gpus"] == [{"index": 0, "uuid": None, "name": "CPU stand-in (no GPU)"}]
+    assert json.loads((folder / "gpu0_rep0" / "env.json").read_text())["cuda_visible_devices"] == ""
+    assert "CPU stand-in (no GPU)" in result.stdout
+    assert "device cpu: every run trained on the CPU; this checks the study's plumbing and compares no GPUs" in (
+        result.stdout)
 
 
 def test_variability_report_of_a_folder_that_is_not_one_is_one_line(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ there was such activity, so a missing optional table means "none of it"; columns
 (2022), ``META_DATA_EXPORT`` (2025) or absent, the GPU table ``TARGET_INFO_CUDA_GPU`` (2021) or ``TARGET_INFO_GPU``;
 NVTX names are inline (``text``) or ids into ``StringIds.value`` (``textId``). Each reader builds its query from the
 columns this export has; a needed table that lacks a column the analysis cannot do without is refused
-(:class:`ExportError`, one line naming the table and the column).
+(:class:`ExportError`, one line naming the table and the column). So is a row no profiler writes (an interval that
+ends before it starts, a time that is missing or not a whole number of ns): one line naming the table and the row.
 """
 
 from __future__ import annotations
@@ -185,6 +186,44 @@ def _empty(dtypes: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame({name: pd.Series(dtype=dtype) for name, dtype in dtypes.items()})
 
 
+# --- impossible rows ----------------------------------------------------------------------------------------
+
+def _described(start: Any, end: Any, open_end: bool) -> str:
+    """What is wrong with one row's interval (the query found something)."""
+    for name, value in (("start", start), ("end", end)):
+        if value is None and not (name == "end" and open_end):
+            return f"{name} is missing (NULL)"
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            return f"{name} is {value!r}, not a whole number of ns"
+    return f"end {end} is before start {start}"
+
+
+def _impossible_query(table: str, where: str, open_end: bool, rowid: bool) -> str:
+    end_missing = "" if open_end else 'OR "end" IS NULL '
+    bad = (f"(start IS NULL {end_missing}OR typeof(start) != 'integer' "
+           f"""OR ("end" IS NOT NULL AND (typeof("end") != 'integer' OR "end" < start)))""")
+    key = "rowid" if rowid else "NULL"
+    return (f'SELECT {key}, start, "end", COUNT(*) OVER () FROM {table} WHERE {bad}{where} '
+            f"ORDER BY {key} LIMIT 1")
+
+
+def check_intervals(conn: sqlite3.Connection, table: str, where: str = "", open_end: bool = False) -> None:
+    """:class:`ExportError` naming the first row of ``table`` (by rowid) whose interval no profiler records: start
+    or end missing or not a whole number, or an end before the start. ``where``: an SQL condition (``AND ...``)
+    narrowing the rows checked; ``open_end``: a missing end means a range left open, not a fault."""
+    try:
+        row = conn.execute(_impossible_query(table, where, open_end, rowid=True)).fetchone()
+    except sqlite3.OperationalError:  # a table WITHOUT ROWID: name the row by its values alone
+        row = conn.execute(_impossible_query(table, where, open_end, rowid=False)).fetchone()
+    if row is None:
+        return
+    rowid, start, end, count = row
+    which = f"rowid {rowid}" if rowid is not None else f"the row starting at {start!r}"
+    more = f" ({count - 1} more such row{'s' if count > 2 else ''})" if count > 1 else ""
+    raise ExportError(f"{table} {which}: {_described(start, end, open_end)}{more}; no profiler writes such a row, "
+                      "so the export is damaged or was edited")
+
+
 # --- tables -------------------------------------------------------------------------------------------------
 
 KERNEL_DTYPES = {"start": "int64", "end": "int64", "device": "int64", "stream": "int64", "name": "object",
@@ -210,8 +249,10 @@ def _kernel_sql(conn: sqlite3.Connection) -> str:
 def kernel_rows(conn: sqlite3.Connection) -> pd.DataFrame:
     """One row per kernel, by start: start, end, device, stream, name (demangled, else short), correlation and
     process (to find the launching call). Columns an older release lacks take neutral values: device and stream 0,
-    correlation -1, process 0."""
-    return _frame(conn, _kernel_sql(conn), KERNEL_DTYPES)
+    correlation -1, process 0. :class:`ExportError` for an impossible row (:func:`check_intervals`)."""
+    sql = _kernel_sql(conn)
+    check_intervals(conn, KERNEL_TABLE)
+    return _frame(conn, sql, KERNEL_DTYPES)
 
 
 MEMORY_DTYPES = {"start": "int64", "end": "int64", "device": "int64", "stream": "int64", "bytes": "int64"}
@@ -223,6 +264,7 @@ def memory_rows(conn: sqlite3.Connection, table: str) -> pd.DataFrame:
     if not present:
         return _empty(MEMORY_DTYPES)
     _require(table, present, ("start", "end", "bytes"))
+    check_intervals(conn, table)
     device, stream = _or_default(present, "deviceId", 0, "m"), _or_default(present, "streamId", 0, "m")
     sql = f'SELECT m.start, m."end", {device}, {stream}, m.bytes FROM {table} AS m'
     return _frame(conn, sql, MEMORY_DTYPES)
@@ -252,11 +294,13 @@ def _like_escaped(prefix: str) -> str:
 def nvtx_ranges(conn: sqlite3.Connection, name_prefix: str = "") -> pd.DataFrame:
     """Closed NVTX ranges (push/pop and start/end; ranges left open at the end of the capture are dropped), by
     start: start, end, name. ``name_prefix`` only narrows the query (SQL's LIKE ignores ASCII case): callers match
-    the names exactly themselves. None without an NVTX_EVENTS table."""
+    the names exactly themselves. None without an NVTX_EVENTS table; :class:`ExportError` for a range that ends
+    before it starts."""
     present = columns(conn, NVTX_TABLE)
     if not present:
         return _empty(NVTX_DTYPES)
     _require(NVTX_TABLE, present, ("start", "end", "eventType"))
+    check_intervals(conn, NVTX_TABLE, f" AND eventType IN {NVTX_RANGE_TYPES}", open_end=True)
     name, join = _nvtx_name(conn, present)
     sql = (f'SELECT n.start, n."end", {name} FROM {NVTX_TABLE} AS n {join} '
            f'WHERE n.eventType IN {NVTX_RANGE_TYPES} AND n."end" >= n.start AND {name} IS NOT NULL')
@@ -282,6 +326,25 @@ def launch_rows(conn: sqlite3.Connection) -> pd.DataFrame | None:
 
 
 # --- what the export says about itself ----------------------------------------------------------------------
+
+EXTENT_TABLES = (KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, RUNTIME_TABLE, NVTX_TABLE)
+
+
+def recorded_extent(conn: sqlite3.Connection) -> tuple[int, int] | None:
+    """From the first start to the last end of anything the export recorded (GPU activity, runtime calls, NVTX
+    events), in ns: outside it the capture saw nothing, so no busy time can be measured there. None when empty."""
+    starts, ends = [], []
+    for table in EXTENT_TABLES:
+        if not columns(conn, table) >= {"start", "end"}:
+            continue
+        sql = (f"""SELECT MIN(start), MAX(COALESCE("end", start)) FROM {table} """
+               f"""WHERE typeof(start) = 'integer' AND typeof(COALESCE("end", start)) = 'integer'""")
+        first, last = conn.execute(sql).fetchone()
+        if first is not None:
+            starts.append(first)
+            ends.append(last)
+    return (min(starts), max(ends)) if starts else None
+
 
 def _nsys_version(conn: sqlite3.Connection) -> str | None:
     for table in METADATA_TABLES:

@@ -34,6 +34,7 @@ from trainbench.analysis.nsys_export import (
     nvtx_ranges,
     open_export,
     reading,
+    recorded_extent,
 )
 from trainbench.errors import UsageError
 
@@ -202,8 +203,12 @@ class WindowChoice:
 AUTOMATIC = WindowChoice()
 
 
+# Timestamps are int64 nanoseconds: a bound past this is no time a capture can hold (about 292 years).
+LAST_NS = 2**63 - 1
+
+
 def parse_window(text: str) -> WindowChoice:
-    """``nvtx:NAME`` or ``START:END`` (ns, 0 <= START < END); :class:`UsageError` saying what is expected."""
+    """``nvtx:NAME`` or ``START:END`` (ns, 0 <= START < END < 2^63); :class:`UsageError` saying what is expected."""
     if text.startswith("nvtx:"):
         if text == "nvtx:":
             raise UsageError("nvtx: needs the name of a range, e.g. nvtx:epoch:0")
@@ -213,6 +218,8 @@ def parse_window(text: str) -> WindowChoice:
         raise UsageError(f"expected nvtx:NAME or START:END in ns, got {text!r}")
     if int(start) >= int(end):
         raise UsageError(f"START must be below END, got {text!r}")
+    if int(end) > LAST_NS:
+        raise UsageError(f"END must be below 2^63 ns (about 292 years), got {text!r}")
     return WindowChoice(bounds=(int(start), int(end)))
 
 
@@ -262,6 +269,52 @@ def _chosen_window(conn: sqlite3.Connection, choice: WindowChoice, steps: pd.Dat
     if choice.nvtx_name is not None:
         return _named_window(conn, choice.nvtx_name), f"nvtx:{choice.nvtx_name}"
     return _window(steps, gpu), "steps" if not steps.empty else "GPU activity"
+
+
+def _span(bounds: tuple[int, int]) -> str:
+    return f"[{bounds[0]}, {bounds[1]}) ns"
+
+
+def _asked(choice: WindowChoice, bounds: tuple[int, int], source: str) -> str:
+    """The window as the user asked for it (or as it was chosen), for a refusal."""
+    if choice.bounds is not None:
+        return f"--window {bounds[0]}:{bounds[1]}"
+    if choice.nvtx_name is not None:
+        return f"--window {source} {_span(bounds)}"
+    return f"the window from {source} {_span(bounds)}"
+
+
+def _within_capture(choice: WindowChoice, bounds: tuple[int, int], source: str,
+                    extent: tuple[int, int] | None) -> tuple[int, int]:
+    """A given window cut to what the capture recorded (outside it nothing was seen: neither busy nor idle);
+    :class:`ExportError` when the two do not overlap. NVTX and automatic windows lie inside by construction."""
+    if choice.bounds is None or extent is None:
+        return bounds
+    if bounds[1] <= extent[0] or bounds[0] >= extent[1]:
+        side = "before the first" if bounds[1] <= extent[0] else "after the last"
+        raise ExportError(f"{_asked(choice, bounds, source)} lies outside the capture ({side} recorded event; "
+                          f"its events span {_span(extent)})")
+    return max(bounds[0], extent[0]), min(bounds[1], extent[1])
+
+
+def _overlapping(frame: pd.DataFrame, bounds: tuple[int, int]) -> bool:
+    return bool(((frame["end"] > bounds[0]) & (frame["start"] < bounds[1])).any())
+
+
+def _gpu_extent(gpu: list[pd.DataFrame]) -> tuple[int, int]:
+    busy = [frame for frame in gpu if not frame.empty]
+    return min(int(frame["start"].min()) for frame in busy), max(int(frame["end"].max()) for frame in busy)
+
+
+def _require_activity(choice: WindowChoice, bounds: tuple[int, int], source: str,
+                      gpu: list[pd.DataFrame]) -> None:
+    """:class:`ExportError` when no kernel, memcpy or memset overlaps the window: every figure would be 0, which
+    reads like a measurement of an idle GPU rather than a window that missed the work."""
+    if any(_overlapping(frame, bounds) for frame in gpu):
+        return
+    advice = "; choose a window that overlaps it" if choice != AUTOMATIC else ""
+    raise ExportError(f"{_asked(choice, bounds, source)} holds no kernel, memcpy or memset time (the capture's "
+                      f"GPU activity spans {_span(_gpu_extent(gpu))}){advice}")
 
 
 # --- steps --------------------------------------------------------------------------------------------------
@@ -391,12 +444,16 @@ def summarize(path: str | Path, *, window: WindowChoice = AUTOMATIC, range_patte
     chosen window the steps are those that start in it); ``kernels``, ``memcpys`` and ``memsets`` count those that
     overlap it and ``*_bytes`` sum the whole size of each. ``compute_busy_ns`` and ``step_compute_ms_median`` leave
     collective (NCCL) kernels out. ``step_gpu_ms`` and ``per_step`` follow step order. :class:`UsageError` naming
-    the file for anything it cannot read.
+    the file for anything it cannot read, and for a window with no GPU activity in it. A window given in ns is cut
+    to the capture's recorded events (``window.requested_ns`` then holds what was asked); one outside them is
+    refused.
     """
     with reading(path) as conn:
         rows, memory, steps = _kernel_rows(conn), memory_ops(conn), matching_ranges(conn, range_pattern)
         launch = _launch_times(conn, rows)
-        bounds, source = _chosen_window(conn, window, steps, [rows, memory])
+        asked, source = _chosen_window(conn, window, steps, [rows, memory])
+        bounds = _within_capture(window, asked, source, recorded_extent(conn))
+        _require_activity(window, bounds, source, [rows, memory])
         info = export_info(conn, set(rows["device"].unique().tolist()))
     if window != AUTOMATIC:
         steps = _starting_in(steps, bounds)
@@ -405,7 +462,8 @@ def summarize(path: str | Path, *, window: WindowChoice = AUTOMATIC, range_patte
         **_memory_fields(memory, bounds),
         **_step_fields(_per_step(rows, launch, steps)),
         "top_kernels": _records(_top(rows, bounds, top)),
-        "window": {"start_ns": bounds[0], "end_ns": bounds[1], "from": source},
+        "window": {"start_ns": bounds[0], "end_ns": bounds[1], "from": source,
+                   **({"requested_ns": list(asked)} if asked != bounds else {})},
         **info,
     }
 

@@ -3,9 +3,13 @@
 
 Reads a variability folder (``trainbench.bench.variability`` writes it): ``variability.json`` (the host, the GPUs,
 the repetitions, the outlier threshold) and one throughput run folder per (GPU, repetition), ``gpu<i>_rep<r>/``,
-any of which may be missing or cut short by a crash: what is there is read, what is not is left out.
+any of which may be missing or cut short by a crash: what is there is read, what is not is left out and said so
+(``unmeasured``, the report's "GPU 3: no finished run"). Runs that used different settings are refused: the study
+compares GPUs on one configuration. A result whose values are no measurement (``read_summary`` marks it invalid) is
+shown as invalid and counted, never part of a median.
 
 - ``load_runs``: one row per (GPU, repetition, batch size) result, failures kept with their status.
+- ``unmeasured``: the plan's GPUs with no result at all, and why.
 - ``per_gpu``: each GPU's medians over its ok repetitions, against the median GPU, outliers marked.
 - ``across``: the spread per batch size, over the GPUs' medians and over every ok repetition.
 - ``iterations``: one run's timed steps with the GPU's state (clock, power, temperature) as each ended.
@@ -28,7 +32,7 @@ import pandas as pd
 
 from trainbench.errors import UsageError
 from trainbench.results.files import batch_file, write_text_atomic
-from trainbench.results.records import RecordError, format_of
+from trainbench.results.records import RecordError, Status, format_of
 from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import (
     DEFAULT_OUTLIER_THRESHOLD,
@@ -62,7 +66,7 @@ RUN_COLUMNS: tuple[str, ...] = (
     "host", "gpu_index", "uuid", "name", "repetition", "batch_size", "status", *RUN_VALUES, "run", "error",
 )
 GPU_COLUMNS: tuple[str, ...] = (
-    "batch_size", "host", "uuid", "gpu_index", "name", "repetitions", "failed", "images_per_sec_median",
+    "batch_size", "host", "uuid", "gpu_index", "name", "repetitions", "failed", "invalid", "images_per_sec_median",
     "sm_clock_median_mhz", "power_median_w", "temperature_median_c", "temperature_max_c",
     "joules_per_image_median", "vs_median_pct", "outlier",
 )
@@ -74,7 +78,9 @@ SCOPE_RUNS = "runs"  # over every ok repetition of every GPU
 # The GPU state columns of a timeline sample, as an iteration gets them.
 STATE_FIELDS: tuple[str, ...] = ("sm_clock_mhz", "power_w", "temperature_c")
 ITERATION_COLUMNS: tuple[str, ...] = ("window", "step", "duration_s", "end_time_s", *STATE_FIELDS)
+UNMEASURED_COLUMNS: tuple[str, ...] = ("gpu_index", "uuid", "name", "reason")
 _OK = "ok"  # Status.OK's value: the runs table holds statuses as text
+_INVALID = Status.INVALID.value
 
 
 def _not_a_folder(path: Path, problem: str) -> UsageError:
@@ -124,12 +130,14 @@ def load_runs(folder: Path) -> pd.DataFrame:
     keeps its status and error with no values; a missing run folder or summary gives no rows."""
     plan = read_plan(folder)
     rows = []
+    settings = _SameSettings(folder)
     for gpu in plan["gpus"]:
         for repetition in range(plan["repetitions"]):
             run_dir = folder / variability_run_name(gpu["index"], repetition)
             if not (run_dir / SUMMARY_FILE).is_file():
                 continue  # not run yet, or killed before its summary: nothing measured
             summary = read_summary(run_dir / SUMMARY_FILE, "throughput run")
+            settings.check(run_dir.name, summary.header)
             host = plan.get("host") or _env_hostname(run_dir)
             for result in summary.results:
                 rows.append({
@@ -144,6 +152,56 @@ def load_runs(folder: Path) -> pd.DataFrame:
     for name in ("gpu_index", "repetition", "batch_size"):
         runs[name] = runs[name].astype("int64")
     return runs.sort_values(["gpu_index", "repetition", "batch_size"], kind="stable", ignore_index=True)
+
+
+def _flat(header: dict[str, Any]) -> dict[str, Any]:
+    """A summary's settings with nested ones (model, launch) as ``model.precision``: each compared on its own."""
+    flat: dict[str, Any] = {}
+    for key, value in header.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{inner}": item for inner, item in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
+class _SameSettings:
+    """The settings of the first run read; every later run must have the same (a copied or edited run folder
+    would otherwise put two configurations into one GPU comparison)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.first: tuple[str, dict[str, Any]] | None = None
+
+    def check(self, run: str, header: dict[str, Any]) -> None:
+        settings = _flat(header)
+        if self.first is None:
+            self.first = (run, settings)
+            return
+        first_run, first = self.first
+        for key in sorted(set(first) | set(settings)):
+            if first.get(key) != settings.get(key):
+                raise UsageError(
+                    f"{self.folder}: its runs used different settings: {key} is {first.get(key)!r} in {first_run} "
+                    f"but {settings.get(key)!r} in {run}; a variability study compares GPUs on one configuration "
+                    "(report the runs of each setting in a folder of their own)")
+
+
+def unmeasured(folder: Path, runs: pd.DataFrame) -> pd.DataFrame:
+    """The plan's GPUs without any result in ``runs`` (``UNMEASURED_COLUMNS``), each with why: no run folder yet, or
+    folders without a summary.json (killed, or still running)."""
+    plan = read_plan(folder)
+    measured = set(runs["gpu_index"].tolist())
+    rows = []
+    for gpu in plan["gpus"]:
+        if gpu["index"] in measured:
+            continue
+        names = [variability_run_name(gpu["index"], r) for r in range(plan["repetitions"])]
+        present = [name for name in names if (folder / name).is_dir()]
+        reason = (f"{len(present)} of its {len(names)} run folders exist, none with a {SUMMARY_FILE}" if present
+                  else f"none of its {len(names)} run folders exists")
+        rows.append({"gpu_index": gpu["index"], "uuid": gpu.get("uuid"), "name": gpu.get("name"), "reason": reason})
+    return pd.DataFrame(rows, columns=list(UNMEASURED_COLUMNS)).astype({"gpu_index": "int64"})
 
 
 def _env_hostname(run_dir: Path) -> str | None:
@@ -164,7 +222,9 @@ def _ok(runs: pd.DataFrame) -> pd.DataFrame:
 def per_gpu(runs: pd.DataFrame, threshold: float = DEFAULT_OUTLIER_THRESHOLD) -> pd.DataFrame:
     """Per (batch size, host, GPU): medians over its ok repetitions, ``vs_median_pct`` against the median of the
     GPUs' medians at that batch size, ``outlier`` when slower than that median by more than ``threshold`` (a
-    fraction). A GPU with no ok repetition keeps a row (repetitions 0, no values, not an outlier: unmeasured)."""
+    fraction). A GPU with no ok repetition keeps a row (repetitions 0, no values, not an outlier: unmeasured).
+    ``failed``: results that did not finish (oom, error, ...); ``invalid``: ok results whose values are no
+    measurement, left out like the failed ones."""
     keys = ["batch_size", "host", "uuid", "gpu_index", "name"]
     rows = []
     for key, group in runs.groupby(keys, dropna=False, sort=True):
@@ -172,7 +232,8 @@ def per_gpu(runs: pd.DataFrame, threshold: float = DEFAULT_OUTLIER_THRESHOLD) ->
         rows.append({
             **dict(zip(keys, key, strict=True)),
             "repetitions": len(ok),
-            "failed": int((group["status"] != _OK).sum()),
+            "failed": int((~group["status"].isin([_OK, _INVALID])).sum()),
+            "invalid": int((group["status"] == _INVALID).sum()),
             "images_per_sec_median": ok["images_per_sec"].median(),
             "sm_clock_median_mhz": ok["sm_clock_median_mhz"].median(),
             "power_median_w": ok["mean_power_w"].median(),
@@ -181,7 +242,7 @@ def per_gpu(runs: pd.DataFrame, threshold: float = DEFAULT_OUTLIER_THRESHOLD) ->
             "joules_per_image_median": ok["joules_per_image"].median(),
         })
     gpus = pd.DataFrame(rows, columns=[c for c in GPU_COLUMNS if c not in ("vs_median_pct", "outlier")])
-    gpus = gpus.astype({"repetitions": "int64", "failed": "int64"})
+    gpus = gpus.astype({"repetitions": "int64", "failed": "int64", "invalid": "int64"})
     middle = gpus.groupby("batch_size")["images_per_sec_median"].transform("median")
     ratio = gpus["images_per_sec_median"] / middle - 1
     gpus["vs_median_pct"] = (ratio * 100).astype("float64")
@@ -315,14 +376,14 @@ def _iteration_frame(frame: pd.DataFrame) -> pd.DataFrame:
 def write_report(folder: Path, threshold: float | None = None) -> dict[str, pd.DataFrame]:
     """The folder's report: variability_runs.csv, variability_gpus.csv, variability_across.csv and per GPU
     gpu<index>_iterations.csv (every repetition and batch size), each replaced atomically. ``threshold`` None:
-    the one the run was made with. Returns the frames, keyed ``runs``, ``gpus``, ``across`` and
-    ``gpu<index>_iterations``."""
+    the one the run was made with. Returns the frames, keyed ``runs``, ``gpus``, ``across``, ``unmeasured`` (not
+    written: the terminal report names those GPUs) and ``gpu<index>_iterations``."""
     plan = read_plan(folder)
     if threshold is None:
         threshold = float(plan.get("outlier_threshold", DEFAULT_OUTLIER_THRESHOLD))
     runs = load_runs(folder)
     gpus = per_gpu(runs, threshold)
-    frames = {"runs": runs, "gpus": gpus, "across": across(runs, gpus)}
+    frames = {"runs": runs, "gpus": gpus, "across": across(runs, gpus), "unmeasured": unmeasured(folder, runs)}
     for gpu in plan["gpus"]:
         index = gpu["index"]
         parts = []
@@ -335,6 +396,8 @@ def write_report(folder: Path, threshold: float | None = None) -> dict[str, pd.D
             repetition=pd.Series(dtype="int64"), batch_size=pd.Series(dtype="int64"))[columns]
         frames[f"gpu{index}_iterations"] = table
     for name, frame in frames.items():
+        if name == "unmeasured":
+            continue
         file = {"runs": RUNS_FILE, "gpus": GPUS_FILE, "across": ACROSS_FILE}.get(name, f"{name}.csv")
         write_text_atomic(folder / file, frame.to_csv(index=False))
     return frames
@@ -350,29 +413,56 @@ def _text(value: Any, form: str, suffix: str = "") -> str:
 _SAFE = re.compile(r"[^\x20-\x7e]")
 
 
+def _gpu_line(row: Any) -> str:
+    name = _SAFE.sub("?", str(row.name or "-"))[:24]
+    notes = "".join(f" ({count} {what})" for count, what in ((row.failed, "failed"), (row.invalid, "invalid"))
+                    if count)
+    return (f"{row.gpu_index:>4}  {name:<24} {row.repetitions:>4} {_text(row.images_per_sec_median, '.1f'):>10} "
+            f"{_text(row.vs_median_pct, '+.1f', '%'):>9} {_text(row.sm_clock_median_mhz, '.0f'):>7} "
+            f"{_text(row.power_median_w, '.1f'):>8} {_text(row.joules_per_image_median, '.4f'):>8}"
+            f"{'  OUTLIER' if row.outlier else ''}{notes}")
+
+
+def _spread_line(row: Any) -> str:
+    what = "GPUs' medians" if row.scope == SCOPE_GPUS else "all runs"
+    outliers = f", outliers: GPU {row.outliers}" if row.scope == SCOPE_GPUS and row.outliers else ""
+    return (f"  across {what} (n={row.n}): median {_text(row.images_per_sec_median, '.1f')} images/s, "
+            f"cv {_text(row.cv_pct, '.2f')}%, spread {_text(row.spread_pct, '.1f')}%, "
+            f"slowest {_text(row.slowest_over_median, '.3f')} x median{outliers}")
+
+
+def _unmeasured_lines(frames: dict[str, pd.DataFrame]) -> list[str]:
+    table = frames.get("unmeasured", pd.DataFrame(columns=list(UNMEASURED_COLUMNS)))
+    return [f"GPU {row.gpu_index} ({_SAFE.sub('?', str(row.name or '-'))}): no finished run ({row.reason}); left "
+            "out of every figure" for row in table.itertuples(index=False)]
+
+
+def _invalid_lines(runs: pd.DataFrame) -> list[str]:
+    bad = runs[runs["status"] == _INVALID]
+    if bad.empty:
+        return []
+    plural = "s" if len(bad) > 1 else ""
+    lines = [f"{len(bad)} invalid result{plural} left out of every median and spread:"]
+    return lines + [f"  {_SAFE.sub('?', str(error))}" for error in bad["error"]]
+
+
 def format_report(frames: dict[str, pd.DataFrame]) -> str:
     """The terminal table: per batch size, a line per GPU (images/s, against the median GPU, SM clock, power,
-    J/image, OUTLIER), then the spread over the GPUs and over every run."""
+    J/image, OUTLIER, failed and invalid counts), the GPUs with a result at other batch sizes but none at this
+    one, then the spread over the GPUs and over every run; after the tables, the GPUs with no finished run and the
+    invalid results left out."""
     gpus, spreads = frames["gpus"], frames["across"]
     lines = []
     header = (f"{'GPU':>4}  {'name':<24} {'runs':>4} {'images/s':>10} {'vs median':>9} {'SM MHz':>7} "
               f"{'power W':>8} {'J/image':>8}")
+    every_gpu = sorted(set(gpus["gpu_index"]))
     for batch in sorted(set(gpus["batch_size"]) | set(spreads["batch_size"])):
         lines.append(f"batch {batch}")
         lines.append(header)
-        for row in gpus[gpus["batch_size"] == batch].itertuples(index=False):
-            name = _SAFE.sub("?", str(row.name or "-"))[:24]
-            failed = f" ({row.failed} failed)" if row.failed else ""
-            lines.append(
-                f"{row.gpu_index:>4}  {name:<24} {row.repetitions:>4} {_text(row.images_per_sec_median, '.1f'):>10} "
-                f"{_text(row.vs_median_pct, '+.1f', '%'):>9} {_text(row.sm_clock_median_mhz, '.0f'):>7} "
-                f"{_text(row.power_median_w, '.1f'):>8} {_text(row.joules_per_image_median, '.4f'):>8}"
-                f"{'  OUTLIER' if row.outlier else ''}{failed}")
-        for row in spreads[spreads["batch_size"] == batch].itertuples(index=False):
-            what = "GPUs' medians" if row.scope == SCOPE_GPUS else "all runs"
-            outliers = f", outliers: GPU {row.outliers}" if row.scope == SCOPE_GPUS and row.outliers else ""
-            lines.append(
-                f"  across {what} (n={row.n}): median {_text(row.images_per_sec_median, '.1f')} images/s, "
-                f"cv {_text(row.cv_pct, '.2f')}%, spread {_text(row.spread_pct, '.1f')}%, "
-                f"slowest {_text(row.slowest_over_median, '.3f')} x median{outliers}")
-    return "\n".join(lines) if lines else "no result in this variability folder"
+        here = gpus[gpus["batch_size"] == batch]
+        lines += [_gpu_line(row) for row in here.itertuples(index=False)]
+        lines += [f"{index:>4}  no result at batch {batch} (left out of its figures)"
+                  for index in every_gpu if index not in set(here["gpu_index"])]
+        lines += [_spread_line(row) for row in spreads[spreads["batch_size"] == batch].itertuples(index=False)]
+    notes = _unmeasured_lines(frames) + _invalid_lines(frames["runs"])
+    return "\n".join((lines or ["no result in this variability folder"]) + notes)

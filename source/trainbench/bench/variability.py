@@ -6,6 +6,9 @@ repetition 0, then every GPU's repetition 1, ...) so a slow drift of the room or
 rather than charged to the last one. ``parallel`` runs every GPU of a repetition at once, as a busy node does
 (shared power, cooling, host CPU); one after another (the default) isolates each GPU. The analysis is
 ``trainbench.analysis.variability``.
+
+``--device cpu`` is a check of the plumbing (folders, isolation, report), not a comparison: each visible GPU's runs
+train on the CPU, and with no GPU visible one stand-in, :data:`CPU_STAND_IN`, is "screened" instead.
 """
 
 from __future__ import annotations
@@ -37,13 +40,25 @@ class ScreenedGpu:
         return self.uuid or str(self.index)
 
 
-def gpus_to_screen(visible: str | None) -> list[ScreenedGpu]:
-    """The GPUs CUDA shows this process (CUDA_VISIBLE_DEVICES honoured); a UsageError when there is none."""
+# The one "GPU" of a --device cpu study on a machine that shows none: its runs see no GPU at all.
+CPU_STAND_IN = ScreenedGpu(0, None, "CPU stand-in (no GPU)")
+
+
+def worker_visible(gpu: ScreenedGpu) -> str:
+    """CUDA_VISIBLE_DEVICES for the workers of ``gpu``'s runs: the CPU stand-in's see no GPU."""
+    return "" if gpu == CPU_STAND_IN else gpu.visible_as
+
+
+def gpus_to_screen(visible: str | None, device: str = "auto") -> list[ScreenedGpu]:
+    """The GPUs CUDA shows this process (CUDA_VISIBLE_DEVICES honoured). None: with ``device`` "cpu" the CPU
+    stand-in, else a UsageError."""
     report = gpu_report()
     indices = visible_gpu_indices(report["gpus"], visible)
+    if not indices and device == "cpu":
+        return [CPU_STAND_IN]
     if not indices:
         reason = report.get("unavailable") or f"CUDA_VISIBLE_DEVICES={visible!r} shows none of NVML's GPUs"
-        raise UsageError(f"variability: no GPU to compare ({reason})")
+        raise UsageError(f"variability: no GPU to compare ({reason}); --device cpu checks the plumbing on the CPU")
     by_index = {gpu["index"]: gpu for gpu in report["gpus"]}
     return [ScreenedGpu(i, by_index[i].get("uuid"), by_index[i].get("name")) for i in indices]
 
@@ -86,7 +101,7 @@ def _job(configs: list[BenchConfig], gpu: ScreenedGpu, repetition: int, folder: 
             echo("\n".join(f"[{name}] {line}" for line in text.splitlines()))
 
         measure_throughput(configs, folder, tagged, timeout_s, run_dir=run_dir,
-                           env={"CUDA_VISIBLE_DEVICES": gpu.visible_as})
+                           env={"CUDA_VISIBLE_DEVICES": worker_visible(gpu)})
 
     return run
 

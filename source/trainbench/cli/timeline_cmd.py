@@ -147,8 +147,11 @@ def _source_line(summary: dict[str, Any]) -> str:
 
 def _window_line(summary: dict[str, Any]) -> str:
     window = summary["window"]
+    requested = window.get("requested_ns")
+    cut = (f", cut from the requested [{requested[0]}, {requested[1]}) ns to the capture's recorded events"
+           if requested else "")
     return (f"window:      {_duration(summary['window_ns'])}, [{window['start_ns']}, {window['end_ns']}) ns, "
-            f"from {window['from']}")
+            f"from {window['from']}{cut}")
 
 
 def _busy_lines(summary: dict[str, Any]) -> list[str]:

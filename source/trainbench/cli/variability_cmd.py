@@ -29,7 +29,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
         "run", help="run the configuration on every visible GPU and report",
         description="Each (GPU, repetition) is a throughput run whose workers see that GPU alone "
         "(CUDA_VISIBLE_DEVICES=<its UUID>); repetitions are interleaved over the GPUs. Choose the GPUs with "
-        "CUDA_VISIBLE_DEVICES. --device cpu runs the plumbing without a GPU (each 'GPU' run is then a CPU run).")
+        "CUDA_VISIBLE_DEVICES. --device cpu checks the plumbing, on a machine with or without a GPU: every run then "
+        "trains on the CPU (with no GPU visible, as one stand-in 'GPU'), so its report compares no GPUs.")
     add_sweep_options(run_parser, DEFAULT_OUTPUT)
     run_parser.add_argument("--repetitions", type=POSITIVE, default=3, metavar="N",
                             help="runs of the configuration per GPU (default 3)")
@@ -52,15 +53,30 @@ def _add_threshold(parser: argparse.ArgumentParser, default: float | None) -> No
                         f"an outlier ({shown})")
 
 
+CPU_NOTE = ("device cpu: every run trained on the CPU; this checks the study's plumbing and compares no GPUs "
+            "(its 'GPU' rows are CPU runs)")
+
+
+def _on_cpu(folder: Path) -> bool:
+    from trainbench.analysis.variability import read_plan
+
+    config = read_plan(folder).get("config")
+    model = config.get("model") if isinstance(config, dict) else None
+    return isinstance(model, dict) and model.get("device") == "cpu"
+
+
 def _print_report(folder: Path, threshold: float | None) -> None:
     from trainbench.analysis.variability import format_report, write_report
 
-    print(format_report(write_report(folder, threshold)))
+    text = format_report(write_report(folder, threshold))
+    print(f"{text}\n{CPU_NOTE}" if _on_cpu(folder) else text)
 
 
 def run(args: argparse.Namespace) -> int:
     configs = bench_configs(args, model_config(args))  # validates everything before a folder is made
-    gpus = gpus_to_screen(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    # The CPU stand-in only when asked for: "auto" falls back to the CPU without a GPU, and a study of no GPU
+    # that nobody asked for would be a silent surprise.
+    gpus = gpus_to_screen(os.environ.get("CUDA_VISIBLE_DEVICES"), args.device)
     folder = run_variability(configs, gpus, Path(args.output), lambda line: print(line, flush=True),
                              args.repetitions, args.parallel, args.outlier_threshold, args.timeout)
     _print_report(folder, args.outlier_threshold)

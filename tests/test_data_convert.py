@@ -16,6 +16,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ from PIL import Image
 from tests.conftest import REPO, assert_one_line_error, run_cli
 from tests.tfrecord_support import flip_byte, plan, shards_in_subprocess
 from trainbench.data.bboxes import read_boxes
-from trainbench.data.convert import ConvertOptions, convert
+from trainbench.data.convert import DEFAULT_SEED, ConvertOptions, convert
 from trainbench.data.crc32c import ENVIRONMENT, crc32c, crc32c_numpy, mask
 from trainbench.data.shards import MANIFEST, shard_files
 from trainbench.data.synth import ODD_CASES, SYNSET_NAMES, SynthOptions, synth
@@ -201,13 +202,58 @@ def test_a_broken_annotation_keeps_the_image_without_boxes(tree: Path, tmp_path:
         (summary.output / "skipped.csv").read_text()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their permissions")
-def test_an_unreadable_file_is_skipped_with_the_reason(tree: Path, tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    shutil.copytree(tree, data)
-    (data / "train" / "n00000003" / "n00000003_1.JPEG").chmod(0)
-    summary = convert(ConvertOptions(data, train_shards=2, validation_shards=1, workers=1))
-    assert "n00000003_1.JPEG,cannot read (Permission denied)" in (summary.output / "skipped.csv").read_text()
+# Converts a tree as another user: root reads every file whatever its mode, so the test drops to an unprivileged
+# uid. The drop happens after the imports (and a first conversion as root that loads whatever the converter imports
+# lazily): the interpreter may live where that user cannot read (/root/.pyenv here).
+CONVERT_AS = textwrap.dedent("""
+    import os, sys
+    from pathlib import Path
+    from trainbench.data.convert import DEFAULT_SEED, ConvertOptions, convert
+
+    data, warm_up, output, uid, gid = sys.argv[1:]
+    if int(uid) >= 0:
+        convert(ConvertOptions(Path(data), output=Path(warm_up), train_shards=2, validation_shards=1, workers=1))
+        os.setgroups([])
+        os.setgid(int(gid))
+        os.setuid(int(uid))
+    convert(ConvertOptions(Path(data), output=Path(output), train_shards=2, validation_shards=1, workers=1))
+""")
+
+
+def _unprivileged() -> tuple[int, int]:
+    """The uid and gid to convert as: ``nobody`` for root (skip without one), -1 (no change) for anyone else."""
+    if os.geteuid() != 0:
+        return -1, -1
+    import pwd
+
+    try:
+        user = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("running as root and no user 'nobody' to drop to")
+    return user.pw_uid, user.pw_gid
+
+
+def test_an_unreadable_file_is_skipped_with_the_reason(tree: Path) -> None:
+    uid, gid = _unprivileged()
+    with tempfile.TemporaryDirectory(prefix="unreadable_") as folder:  # not under pytest's root-only folder
+        base = Path(folder)
+        base.chmod(0o755)
+        data, output = base / "data", base / "output"
+        shutil.copytree(tree, data)
+        for path in [data, *data.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        (data / "train" / "n00000003" / "n00000003_1.JPEG").chmod(0)
+        output.mkdir()
+        if uid >= 0:
+            os.chown(output, uid, gid)
+        result = subprocess.run([sys.executable, "-c", CONVERT_AS, str(data), str(base / "warm_up"), str(output),
+                                 str(uid), str(gid)], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr[-3000:]
+        skipped = (output / "skipped.csv").read_text()
+        converted = len(_records(output))
+    assert "n00000003_1.JPEG,cannot read (Permission denied)" in skipped
+    usable = sum(outcome != "skipped" for outcome in ODD_CASES.values())
+    assert converted == CLASSES * (TRAIN_PER_CLASS + VAL_PER_CLASS) + usable - 1  # only that file is missing
 
 
 TENSORFLOW_READ = textwrap.dedent("""
@@ -291,6 +337,26 @@ def test_the_manifest_lists_every_shard_with_its_count_and_digest(reference: Pat
     digests = _digests(reference)
     assert {name: entry["sha256"] for name, entry in manifest["shards"].items()} == digests
     assert sum(entry["records"] for entry in manifest["shards"].values()) == len(_records(reference))
+
+
+def test_the_manifest_is_byte_for_byte_the_documented_layout(reference: Path) -> None:
+    """manifest.json: format, fingerprint, num_classes, label_offset, synsets, seed, shard_counts, then the shards
+    sorted by name, each with split, records, bytes, sha256, converted, skipped (JSON, two-space indent)."""
+    listed = json.loads((reference / MANIFEST).read_text())
+    shards = {}
+    for path in sorted(shard_files(reference), key=lambda path: path.name):
+        entry = listed["shards"][path.name]
+        shards[path.name] = {"split": path.name.split("-")[0], "records": sum(1 for _ in read_records(path)),
+                             "bytes": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                             "converted": entry["converted"], "skipped": entry["skipped"]}
+    expected = {"format": "trainbench-tfrecords/1", "fingerprint": listed["fingerprint"], "num_classes": CLASSES,
+                "label_offset": 1, "synsets": ["n00000001", "n00000002", "n00000003"], "seed": DEFAULT_SEED,
+                "shard_counts": {"train": 8, "validation": 2}, "shards": shards}
+    assert list(shards) == [f"train-{index:05d}-of-00008" for index in range(8)] + \
+        [f"validation-{index:05d}-of-00002" for index in range(2)]
+    assert (reference / MANIFEST).read_bytes() == (json.dumps(expected, indent=2) + "\n").encode()
+    assert sum(entry["converted"] for entry in shards.values()) == sum(
+        outcome == "converted" for outcome in ODD_CASES.values())
 
 
 def test_the_demo_says_how_many_records_it_wrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

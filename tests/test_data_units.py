@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +19,7 @@ from trainbench.data.imagefiles import SkipImage, check_signature, jpeg_is_compl
 from trainbench.data.imagenet_tree import ImageTree, Source
 from trainbench.data.progress import format_progress
 from trainbench.data.records import bytes_feature, encode_example, float_feature, frame, int64_feature
-from trainbench.data.shards import plan_shards
+from trainbench.data.shards import MANIFEST, Manifest, ShardResult, plan_shards
 from trainbench.data.tfrecord_reader import parse_example, read_records
 from trainbench.errors import UsageError
 
@@ -200,3 +201,27 @@ def test_the_crc_setting_picks_the_library_or_numpy(monkeypatch: pytest.MonkeyPa
 def test_an_unknown_crc_setting_is_one_line_naming_the_choices(tmp_path: Path) -> None:
     result = run_cli("data", "verify", str(tmp_path), env={crc32c_module.ENVIRONMENT: "Numpy"})
     assert_one_line_error(result, "TRAINBENCH_CRC32C='Numpy'", "use numpy or google-crc32c")
+
+
+def test_the_manifest_lists_shards_by_name_whatever_order_they_finished_in(tmp_path: Path) -> None:
+    """manifest.json's bytes: the header's keys as given, then the shards sorted by name, each entry's keys in
+    the order split, records, bytes, sha256, converted, skipped; two-space indent, one final newline."""
+    header = {"format": "trainbench-tfrecords/1", "fingerprint": "f" * 64, "num_classes": 2}
+    manifest = Manifest(tmp_path, header, {})
+    finished = [ShardResult("validation-00000-of-00001", "validation", 1, 10, "c" * 64, 0),
+                ShardResult("train-00001-of-00002", "train", 2, 20, "b" * 64, 1, [("x.JPEG", "not an image")]),
+                ShardResult("train-00000-of-00002", "train", 3, 30, "a" * 64, 0)]
+    for result in finished:  # a later shard finished first, as with several workers
+        manifest.record(result)
+    shard = '"{}": {{\n      "split": "{}",\n      "records": {},\n      "bytes": {},\n      "sha256": "{}",\n' \
+        '      "converted": {},\n      "skipped": {}\n    }}'
+    expected = (
+        '{\n  "format": "trainbench-tfrecords/1",\n  "fingerprint": "' + "f" * 64 + '",\n  "num_classes": 2,\n'
+        '  "shards": {\n    '
+        + shard.format("train-00000-of-00002", "train", 3, 30, "a" * 64, 0, "[]") + ",\n    "
+        + shard.format("train-00001-of-00002", "train", 2, 20, "b" * 64, 1,
+                       '[\n        [\n          "x.JPEG",\n          "not an image"\n        ]\n      ]') + ",\n    "
+        + shard.format("validation-00000-of-00001", "validation", 1, 10, "c" * 64, 0, "[]")
+        + "\n  }\n}\n")
+    assert (tmp_path / MANIFEST).read_bytes() == expected.encode()
+    assert list(json.loads(expected)["shards"]) == sorted(result.name for result in finished)

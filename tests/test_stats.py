@@ -34,6 +34,15 @@ def test_summary_percentiles_and_mad_from_known_steps() -> None:
     assert summary["warmup_steps"] == 2
 
 
+def test_mad_is_the_median_of_absolute_deviations_robust_to_one_slow_step() -> None:
+    # Steps 1, 1, 1, 10 ms: median 1 ms, deviations 0, 0, 0, 9 ms: the median deviation is 0 (one stall does not
+    # move it), where the mean absolute deviation would be 2.25 ms.
+    steps = (0.001, 0.001, 0.001, 0.010)
+    summary = summarize(1, Window(warmup_s=(), step_s=steps, window_s=sum(steps)))
+    assert summary["step_time_median_s"] == pytest.approx(0.001)
+    assert summary["step_time_mad_s"] == 0.0
+
+
 def test_warmup_never_enters_the_statistics() -> None:
     timed = (0.01, 0.01, 0.01)
     slow_warmup = summarize(1, Window(warmup_s=(100.0,), step_s=timed, window_s=0.03))

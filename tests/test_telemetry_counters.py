@@ -4,6 +4,7 @@ sampler thread's timeline file. No NVML here: edges and samples are built by han
 from __future__ import annotations
 
 import csv
+import threading
 import time
 from pathlib import Path
 
@@ -185,33 +186,64 @@ def test_a_worker_uses_the_first_gpu_cuda_shows_it() -> None:
 # --- the sampler thread and the timeline file
 
 
-class SlowRunner:
-    """A step that takes ``seconds`` of wall time, like a small training step."""
-
-    images_per_step = 8
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-
-    def step(self) -> None:
-        time.sleep(self.seconds)
-
-    def sync(self) -> None:
-        pass
-
-
 def read_rows(path: Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as rows:
         return list(csv.DictReader(rows))
 
 
+class StepClock:
+    """A clock that only the steps move: one unit per step, read alike by the loop and the sampler's thread."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class LockStep:
+    """Samples and steps taken in turn: each step moves the clock only while the sampler's thread waits inside
+    ``sample()`` (its time and phase already read), so every sample is of one known clock value."""
+
+    images_per_step = 8
+
+    def __init__(self, clock: StepClock) -> None:
+        self.clock = clock
+        self.held = False  # False: samples run freely (the first one is taken by start(), in this thread)
+        self.inside, self.go = threading.Semaphore(0), threading.Semaphore(0)
+        self.readings = iter(range(10_000))
+
+    def sample(self) -> list[dict[str, float]]:
+        if self.held:
+            self.inside.release()
+            self.go.acquire()
+        return [{"gpu": 0, "sm_clock_mhz": 1980, "power_w": float(next(self.readings))}]
+
+    def step(self) -> None:
+        assert self.inside.acquire(timeout=30), "the sampler took no sample"
+        self.clock.now += 1.0
+        self.go.release()
+
+    def release(self) -> None:
+        self.held = False
+        self.go.release()  # the sample waiting, if one is
+
+    def sync(self) -> None:
+        pass
+
+
 def test_sampler_writes_samples_steps_and_window_edges_in_time_order(tmp_path: Path) -> None:
-    readings = iter(range(10_000))
+    """The window's markers carry the loop's own start and end times, every step is a row, and every sample taken
+    inside the window is marked timed (the loop and the sampler share one clock that only the steps move)."""
+    clock = StepClock()
+    runner = LockStep(clock)
     path = tmp_path / "telemetry" / "batch_8.csv"
-    sampler = Sampler(lambda: [{"gpu": 0, "sm_clock_mhz": 1980, "power_w": float(next(readings))}], path, 0.02)
+    sampler = Sampler(runner.sample, path, 0.001, clock=clock)
     sampler.start()
-    window = run_window(SlowRunner(0.01), 3, 20, after_step=[sampler.step_end],
-                        at_start=lambda: sampler.window_start(0), at_end=lambda: sampler.window_end(0))
+    runner.held = True
+    window = run_window(runner, 3, 20, after_step=[sampler.step_end], at_start=lambda: sampler.window_start(0),
+                        at_end=lambda: sampler.window_end(0), clock=clock)
+    runner.release()
     sampler.stop()
     rows = read_rows(path)
     assert list(rows[0]) == list(TELEMETRY_FIELDS)
@@ -223,12 +255,17 @@ def test_sampler_writes_samples_steps_and_window_edges_in_time_order(tmp_path: P
     assert rows[0]["phase"] == "setup" and rows[-1]["phase"] == "done"
     start = next(float(r["time_s"]) for r in rows if r["event"] == EVENT_WINDOW_START)
     end = next(float(r["time_s"]) for r in rows if r["event"] == EVENT_WINDOW_END)
-    assert end - start == pytest.approx(window.window_s, abs=0.005)  # the markers bracket the timed window
-    timed = [r for r in rows if r["event"] == EVENT_SAMPLE and r["phase"] == "timed"]
+    assert (start, end, window.window_s) == (3.0, 23.0, 20.0)  # the markers are the timed window's edges
+    assert window.step_s == (1.0,) * 20 and window.warmup_s == (1.0,) * 3
+    assert [float(r["time_s"]) for r in rows if r["event"] == EVENT_STEP_END] == [float(n) for n in range(1, 24)]
+    samples = [r for r in rows if r["event"] == EVENT_SAMPLE]
+    inside = [float(r["time_s"]) for r in samples if start < float(r["time_s"]) < end]
+    assert inside == [float(n) for n in range(4, 23)]  # one sample in each step, away from the edges
+    assert all(r["phase"] == "timed" for r in samples if start < float(r["time_s"]) < end)
+    timed = [r for r in samples if r["phase"] == "timed"]
     assert all(start <= float(r["time_s"]) <= end for r in timed)
-    assert len(sampler.timed_samples) == len(timed) >= 5  # about 0.2 s at 0.02 s
-    steps = [int(r["step"]) for r in rows if r["event"] == EVENT_STEP_END]
-    assert steps == list(range(23))
+    assert len(sampler.timed_samples) == len(timed)
+    assert [int(r["step"]) for r in rows if r["event"] == EVENT_STEP_END] == list(range(23))
 
 
 def test_a_timeline_file_is_never_overwritten(tmp_path: Path) -> None:

@@ -97,6 +97,8 @@ def load_run(run_dir: Path) -> Run:
     if not summary_path.exists():
         raise _bad(run_dir, "not a throughput run folder (no summary.json)")
     summary = read_summary(summary_path, "throughput run")
+    if invalid := summary.invalid_results():  # a test of no measurement would be no verdict: refuse, as for a bad file
+        raise UsageError(str(invalid[0].error))
     results = [_check_measured(summary_path, i, r) for i, r in enumerate(summary.results)]
     env_path = run_dir / "env.json"
     env = _read_json(env_path) if env_path.exists() else {}

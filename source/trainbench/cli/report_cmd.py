@@ -1,6 +1,8 @@
 """``trainbench report DIR... [-o report.html]``: one self-contained HTML page of everything under the folders.
 
-The gathering is ``cli/report_gather.py`` (loaded only when this command runs), the page ``report/html.py``.
+The gathering and the writing are ``cli/report_gather.py`` (loaded only when this command runs), the page
+``report/html.py``. ``-o`` names the file, or an existing folder to write ``report.html`` into; a name that is taken
+gets ``-1``, ``-2``... (nothing is ever overwritten).
 """
 
 from __future__ import annotations
@@ -19,18 +21,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Write one HTML file (no network, images embedded) with everything measured under the folders: "
         "environment, throughput with its spread, failures, input-bound verdicts, campaigns and scaling efficiency, "
         "GPU telemetry, core utilization and top kernels, nsys timelines, GPU variability, comparisons with "
-        "p-values, performance models and training curves; a section without data says why. The last line "
-        "printed is the file.")
+        "p-values, performance models and training curves; a section without data says why. A value that is no "
+        "measurement (NaN, infinite, negative, a text) is listed as invalid and left out of figures, comparisons and "
+        "statistics. The last line printed is the file.")
     parser.add_argument("dirs", nargs="+", type=path_text, metavar="DIR",
                         help="folders searched for runs, profiles, campaigns, variability studies, models, training")
     parser.add_argument("-o", "--output", type=path_text, default=OUTPUT, metavar="FILE",
-                        help=f"the HTML file (default ./{OUTPUT}; an existing file is not overwritten: -1, -2... "
-                        "are added)")
+                        help=f"the HTML file (default ./{OUTPUT}), or an existing folder to write {OUTPUT} into; "
+                        "nothing is overwritten: a name that is taken gets -1, -2... before its suffix")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainbench.cli.report_gather import write_report  # pandas, scipy, matplotlib: for this command only
+    from trainbench.cli.report_gather import left_out_lines, make_report, output_file  # pandas, matplotlib: here only
 
-    print(write_report([Path(folder) for folder in args.dirs], Path(args.output)))
+    output = output_file(args.output)  # before the gathering: a wrong -o is refused at once
+    path, data = make_report([Path(folder) for folder in args.dirs], output)
+    for line in left_out_lines(data):
+        print(line)
+    print(path)
     return 0

@@ -2,17 +2,28 @@
 
 Finds, and reads through the results model and the suite's own readers: throughput runs (``summary.json``),
 profiles (``profile.json`` with ncu's per-kernel tables and nsys' timeline summaries), campaigns (``campaign.json``:
-``campaign_table`` and ``campaign_summary``), variability folders (``variability.json``: the variability analysis),
-models (``model.json``), training runs (``metrics.jsonl`` beside ``config.json``) and their environments
+the campaign table and ``campaign_summary``), variability folders (``variability.json``: the variability
+analysis), models (``model.json``), training runs (``metrics.jsonl`` beside ``config.json``) and their environments
 (``env.json``); runs are compared as ``trainbench compare`` does. The gathering lives here, above every layer it
 reads (and imported only when a report is made: pandas and scipy stay out of every other command's start-up); the
 page itself is ``report/html.py``, which receives the records.
+
+A value that is no measurement (NaN, infinite, negative, a text or a list where a number belongs) is kept with why,
+its file and field named: a result as ``invalid`` (the results model marks rates and times; ``DRAWN`` adds what the
+page draws), an epoch, a model or a list of nsys' by index, telemetry columns by file and field. A file of the wrong
+shape (an env.json whose ``gpu`` is a text) is left out and named like an unreadable one. The page is written by
+``write_new``: under a name nothing holds, never over a file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+import math
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,11 +32,12 @@ import pandas as pd
 from trainbench.analysis.variability import across, load_runs, per_gpu, read_plan
 from trainbench.bench.compare import compare_loaded, load_run, setting_differences
 from trainbench.campaign.runner import CAMPAIGN_FILE
-from trainbench.campaign.table import campaign_summary, campaign_table
+from trainbench.campaign.table import RUN_FILE, campaign_runs, campaign_summary, runs_table
+from trainbench.cli.report_cmd import OUTPUT
 from trainbench.errors import UsageError
 from trainbench.profile.ncu import read_kernel_table
-from trainbench.profile.nsys import read_timeline_summary
-from trainbench.report.html import (
+from trainbench.profile.nsys import TIMELINE_SUFFIX, read_timeline_summary
+from trainbench.report.found import (
     Campaign,
     Comparison,
     Environment,
@@ -35,15 +47,21 @@ from trainbench.report.html import (
     Run,
     Training,
     Variability,
-    render,
+    short_names,
 )
-from trainbench.results.files import in_unfinished_run, write_text_atomic
-from trainbench.results.records import unstamped
+from trainbench.report.html import render
+from trainbench.report.sections import invalid_items
+from trainbench.report.telemetry_plot import timeline_problems
+from trainbench.results.files import batch_file, in_unfinished_run
+from trainbench.results.records import BatchResult, Status, unstamped
 from trainbench.results.store import read_summary
-from trainbench.telemetry.schema import DEFAULT_OUTLIER_THRESHOLD, VARIABILITY_FILE
+from trainbench.telemetry.schema import DEFAULT_OUTLIER_THRESHOLD, TELEMETRY_DIR, VARIABILITY_FILE
 from trainbench.training.loop import FAILURES_FILE, METRICS_FILE
 
 MAX_COMPARISONS = 8  # runs compared with the first one; more would bury the page
+MAX_NAMES = 10_000  # report-1.html... tried before giving up
+# Values the page draws that the results model does not check itself (the windows' spread around images/s).
+DRAWN = ("images_per_sec_median", "images_per_sec_min", "images_per_sec_max")
 Found = TypeVar("Found")
 
 
@@ -64,8 +82,9 @@ def _readable(data: ReportData, read: Callable[[Path], Found], path: Path) -> Fo
     try:
         return read(path)
     except UsageError as error:
-        data.skipped.append(str(error) if str(path) in str(error) else f"{path}: {error}")
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        named = str(path.parent) in str(error)  # the file, or one beside it (a campaign's run file)
+        data.skipped.append(str(error) if named else f"{path}: {error}")
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:  # RecursionError: JSON nested deep
         data.skipped.append(f"{path}: {type(error).__name__}: {error}")
     return None
 
@@ -77,26 +96,104 @@ def _json_object(path: Path) -> dict[str, Any]:
     return unstamped(content)
 
 
-def _json_lines(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """(line number, the line's object) for every line; None for a line that holds no JSON object, except the
+    last one when it is cut short (by a crash: the lines before it still count)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
         try:
             row = json.loads(line)
-        except ValueError:
-            continue  # a line cut by a crash: the lines before it still count
+        except (ValueError, RecursionError):
+            row = None
         if isinstance(row, dict):
-            rows.append(row)
-    return rows
+            yield number, row
+        elif line.strip() and number < len(lines):
+            yield number, None
+
+
+def _measurement(value: Any) -> bool:
+    """None (not measured) or a finite non-negative number."""
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+                             and value >= 0)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _not_measured(value: Any) -> str:
+    return f"is {value!r}, not a finite non-negative number"
 
 
 # --- readers, one per kind of folder --------------------------------------------------------------------------
 
 
+def _drawn_checked(path: Path, position: int, result: BatchResult) -> BatchResult:
+    """An ok result whose spread the page draws (``DRAWN``) holds no measurement there: invalid, as the results
+    model makes one whose rate or time is none."""
+    bad = next((name for name in DRAWN if not _measurement(result.values.get(name))), None) if result.ok else None
+    if bad is None:
+        return result
+    return result.replace(status=Status.INVALID,
+                          error=f"{path}: results[{position}].{bad} {_not_measured(result.values[bad])}")
+
+
 def read_run(path: Path) -> Run:
-    """A throughput run's or a profile's summary (results model), with the pictures in its folder."""
+    """A throughput run's or a profile's summary (results model), with the pictures in its folder and the
+    telemetry values left out as no reading."""
     summary = read_summary(path, "throughput run or profile")
-    return Run(path.parent, summary.header, [result.to_row() for result in summary.results],
-               sorted(path.parent.glob("*.png")))
+    results = [_drawn_checked(path, position, result) for position, result in enumerate(summary.results)]
+    pictures = sorted(picture for picture in path.parent.glob("*.png") if picture.is_file())
+    return Run(path.parent, summary.header, [result.to_row() for result in results], pictures,
+               timeline_problems(path.parent / TELEMETRY_DIR))
+
+
+def _steps_problem(steps: Any) -> str | None:
+    if not isinstance(steps, list):
+        return f"step_gpu_ms is {steps!r}, not a list"
+    bad = next((i for i, step in enumerate(steps) if step is None or not _measurement(step)), None)
+    return None if bad is None else f"step_gpu_ms[{bad}] {_not_measured(steps[bad])}"
+
+
+_KERNEL_NUMBERS = ("total_ns", "instances", "mean_ns", "share")  # what the timeline section computes with
+
+
+def _kernels_problem(kernels: Any) -> str | None:
+    if not isinstance(kernels, list):
+        return f"top_kernels is {kernels!r}, not a list"
+    for i, kernel in enumerate(kernels):
+        if not isinstance(kernel, dict):
+            return f"top_kernels[{i}] is {kernel!r}, not an object"
+        for name in _KERNEL_NUMBERS:
+            if not _measurement(kernel.get(name)):
+                return f"top_kernels[{i}].{name} {_not_measured(kernel[name])}"
+    return None
+
+
+def _nsys_details(run: Run, done: list[int]) -> Profile:
+    """nsys' top kernels and per-step GPU time by batch size; a list holding something else is left out, named."""
+    import pandas as pd
+
+    kernels: dict[int, pd.DataFrame] = {}
+    steps: dict[int, list[float]] = {}
+    left_out: list[str] = []
+    for batch in done:
+        summary = read_timeline_summary(run.path, batch) or {}
+        where = batch_file(run.path, batch, TIMELINE_SUFFIX)
+        found_steps, found_kernels = summary.get("step_gpu_ms") or [], summary.get("top_kernels") or []
+        if problem := _steps_problem(found_steps):
+            left_out.append(f"{where}: {problem}")
+        elif found_steps:
+            steps[batch] = [float(step) for step in found_steps]
+        if problem := _kernels_problem(found_kernels):
+            left_out.append(f"{where}: {problem}")
+        elif found_kernels:
+            kernels[batch] = pd.DataFrame(found_kernels)
+    return Profile(run, kernels, steps, left_out)
 
 
 def read_profile(path: Path) -> Profile:
@@ -106,17 +203,31 @@ def read_profile(path: Path) -> Profile:
         kernels = {batch: read_kernel_table(run.path, batch) for batch in done}
         return Profile(run, {batch: table for batch, table in kernels.items() if table is not None})
     if run.header.get("profiler") == "nsys":
-        timelines = {batch: read_timeline_summary(run.path, batch) for batch in done}
-        found = {batch: summary for batch, summary in timelines.items() if summary}
-        return Profile(run, {batch: pd.DataFrame(summary.get("top_kernels") or []) for batch, summary in found.items()
-                             if summary.get("top_kernels")},
-                       {batch: list(summary.get("step_gpu_ms") or []) for batch, summary in found.items()})
+        return _nsys_details(run, done)
     return Profile(run)
 
 
+def _gpus_problem(table: pd.DataFrame) -> str | None:
+    """A run whose gpus axis is no whole number (the summary's scaling efficiency divides by it), named."""
+    if "gpus" not in table.columns:
+        return None
+    for row in table.drop_duplicates("run_folder").to_dict("records"):
+        gpus = row["gpus"]
+        if not _missing(gpus) and not (_number(gpus) and float(gpus).is_integer() and gpus >= 1):
+            return f"{row['run_folder']}/{RUN_FILE}: values.gpus is {gpus!r}, not a whole number >= 1"
+    return None
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
 def read_campaign(path: Path) -> Campaign:
-    table = campaign_table(path.parent)
-    return Campaign(path.parent, table, campaign_summary(table))
+    runs = campaign_runs(path.parent)
+    table = runs_table(runs)
+    if problem := _gpus_problem(table):
+        raise UsageError(f"{path.parent}/{problem}")
+    return Campaign(path.parent, table, campaign_summary(table), runs.left_out)
 
 
 def read_variability(path: Path) -> Variability:
@@ -127,43 +238,149 @@ def read_variability(path: Path) -> Variability:
     return Variability(folder, runs, gpus, across(runs, gpus), threshold)
 
 
+# metrics.jsonl's values: (name, what it must be); a loss may be NaN or infinite (a training that diverged)
+_LOSSES, _FRACTIONS = ("train_loss", "eval_loss"), ("eval_top1", "eval_top5")
+_RATES = ("train_images_per_sec", "train_s", "learning_rate_end")
+
+
+def _epoch_problem(row: dict[str, Any]) -> str | None:
+    """Why an epoch's row cannot be drawn, or None."""
+    epoch = row.get("epoch")
+    if not _whole(epoch) or epoch < 1:
+        return f"epoch is {epoch!r}, not a whole number >= 1"
+    for name in (*_LOSSES, *_FRACTIONS, *_RATES):
+        value = row.get(name)
+        if value is None:
+            continue
+        if not _number(value):
+            return f"{name} is {value!r}, not a number"
+        if name in _LOSSES and value < 0:
+            return f"{name} is {value!r}, not a loss (below 0)"
+        if name in _FRACTIONS and not 0 <= value <= 1:
+            return f"{name} is {value!r}, not a fraction between 0 and 1"
+        if name in _RATES and not _measurement(value):
+            return f"{name} {_not_measured(value)}"
+    return None
+
+
 def read_training(path: Path) -> Training:
     folder = path.parent
     config = _json_object(folder / "config.json") if (folder / "config.json").is_file() else None
-    failures = _json_lines(folder / FAILURES_FILE) if (folder / FAILURES_FILE).is_file() else []
-    return Training(folder, config, _json_lines(path), failures)
+    failures = ([row for _, row in _json_lines(folder / FAILURES_FILE) if row is not None]
+                if (folder / FAILURES_FILE).is_file() else [])
+    epochs: list[dict[str, Any]] = []
+    invalid: dict[int, str] = {}
+    left_out: list[str] = []
+    for number, row in _json_lines(path):
+        if row is None:
+            left_out.append(f"{path}: line {number}: not a JSON object")
+            continue
+        if problem := _epoch_problem(row):
+            invalid[len(epochs)] = f"{path}: line {number}: {problem}"
+        epochs.append(row)
+    return Training(folder, config, epochs, failures, invalid, left_out)
+
+
+_MODEL_NUMBERS = ("smape", "adjusted_r2", "rss", "relative_error")  # finite numbers (adjusted R^2 may be below 0)
+
+
+def _listed_problem(model: dict[str, Any], name: str, numbers: tuple[str, ...]) -> str | None:
+    """A list of objects (predictions, checks) whose ``numbers`` are finite numbers or absent."""
+    items = model.get(name)
+    if items is None:
+        return None
+    if not isinstance(items, list):
+        return f"{name} is {items!r}, not a list"
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            return f"{name}[{i}] is {item!r}, not an object"
+        bad = next((key for key in numbers if item.get(key) is not None and not _finite(item[key])), None)
+        if bad is not None:
+            return f"{name}[{i}].{bad} is {item[bad]!r}, not a finite number"
+    return None
+
+
+def _finite(value: Any) -> bool:
+    return _number(value) and math.isfinite(value)
+
+
+def _model_problem(model: Any) -> str | None:
+    """Why one of model.json's models cannot be shown as a fit, or None."""
+    if not isinstance(model, dict):
+        return f" is {model!r}, not an object"
+    bad = next((name for name in _MODEL_NUMBERS if model.get(name) is not None and not _finite(model[name])), None)
+    if bad is not None:
+        return f".{bad} is {model[bad]!r}, not a finite number"
+    values = model.get("values")
+    if values is not None and (not _whole(values) or values < 0):
+        return f".values is {values!r}, not a count"
+    for name, numbers in (("predictions", ("value",)), ("checks", ("measured", "predicted"))):
+        if problem := _listed_problem(model, name, numbers):
+            return f".{problem}"
+    return None
+
+
+def read_model(path: Path) -> ModelFile:
+    """model.json; a model holding a value of the wrong type is left out, named (file, model, field)."""
+    content = _json_object(path)
+    models = content.get("models")
+    if not isinstance(models, list):
+        raise UsageError(f"{path}: models is {models!r}, not a list of models")
+    invalid = {i: f"{path}: models[{i}]{problem}" for i, model in enumerate(models)
+               if (problem := _model_problem(model))}
+    return ModelFile(path.parent, content, invalid)
 
 
 def _environment_key(env: dict[str, Any]) -> str:
     """What makes two environments the same machine and software (not the time, command or idle clocks)."""
-    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
-    gpus = [(g.get("uuid"), g.get("name")) for g in gpu.get("gpus") or [] if isinstance(g, dict)]
+    gpu = env.get("gpu") or {}
+    gpus = [(g.get("uuid"), g.get("name")) for g in gpu.get("gpus") or []]
     fixed = [env.get(name) for name in ("hostname", "platform", "python", "cpu_model", "trainbench_version",
                                         "suite_commit", "cuda_visible_devices", "framework")]
     return json.dumps([*fixed, gpu.get("driver"), gpus], sort_keys=True, default=str)
 
 
+# env.json's nested values and what they must be: the environment section reads into them
+_ENV_SHAPES: tuple[tuple[str, type, str], ...] = (("gpu", dict, "an object"), ("framework", dict, "an object"),
+                                                   ("command", list, "a list"))
+
+
+def read_environment(path: Path) -> dict[str, Any]:
+    """env.json, its nested values checked: a UsageError naming the file and the field otherwise."""
+    env = _json_object(path)
+    for name, kind, what in _ENV_SHAPES:
+        if env.get(name) is not None and not isinstance(env[name], kind):
+            raise UsageError(f"{path}: {name} is {env[name]!r}, not {what}")
+    gpus = (env.get("gpu") or {}).get("gpus")
+    if gpus is not None and not (isinstance(gpus, list) and all(isinstance(gpu, dict) for gpu in gpus)):
+        raise UsageError(f"{path}: gpu.gpus is {gpus!r}, not a list of objects")
+    return env
+
+
 def read_environments(data: ReportData, folders: list[Path]) -> list[Environment]:
     grouped: dict[str, Environment] = {}
     for path in _files(folders, "env.json"):
-        env = _readable(data, _json_object, path)
+        env = _readable(data, read_environment, path)
         if env is not None:
             grouped.setdefault(_environment_key(env), Environment(env, [])).folders.append(path.parent)
     return list(grouped.values())
 
 
 def compare_with_first(runs: list[Run]) -> list[Comparison]:
-    """Every run against the first one, as ``trainbench compare FIRST RUN`` (at most ``MAX_COMPARISONS``)."""
+    """The other runs against the first one without an invalid result (the first one when every run has one), as
+    ``trainbench compare FIRST RUN`` (at most ``MAX_COMPARISONS``). compare refuses a run holding an invalid
+    result: that run's comparison says why, and it is left out."""
     if len(runs) < 2:
         return []
+    first = next((run for run in runs if not run.invalid_rows()), runs[0])
     comparisons = []
-    for other in runs[1:MAX_COMPARISONS + 1]:
+    for other in [run for run in runs if run is not first][:MAX_COMPARISONS]:
         try:
-            run_a, run_b = load_run(runs[0].path), load_run(other.path)
+            run_a, run_b = load_run(first.path), load_run(other.path)
             comparisons.append(Comparison(run_a.path, run_b.path, compare_loaded(run_a, run_b),
                                           setting_differences(run_a, run_b)))
         except UsageError as error:
-            comparisons.append(Comparison(runs[0].path, other.path, None, problem=f"Not compared: {error}"))
+            comparisons.append(Comparison(first.path, other.path, None, problem=f"Not compared: {error}"))
     return comparisons
 
 
@@ -189,35 +406,97 @@ def gather(folders: list[Path]) -> ReportData:
     grouped = [path.parent for path in (*campaigns, *studies)]
     summaries = [path for path in _files(folders, "summary.json")
                  if not any(root in path.parents for root in grouped)]
-    data.runs = _kept(data, read_run, summaries)
-    data.profiles = _kept(data, read_profile, _files(folders, "profile.json"))
+    runs, profiles = _kept(data, read_run, summaries), _kept(data, read_profile, _files(folders, "profile.json"))
+    names = short_names([run.path for run in (*runs, *(profile.run for profile in profiles))])
+    data.runs = [replace(run, name=names[run.path]) for run in runs]
+    data.profiles = [replace(profile, run=replace(profile.run, name=names[profile.run.path])) for profile in profiles]
     data.campaigns = _kept(data, read_campaign, campaigns)
     data.variability = _kept(data, read_variability, studies)
-    data.models = _kept(data, lambda path: ModelFile(path.parent, _json_object(path)), _files(folders, "model.json"))
+    data.models = _kept(data, read_model, _files(folders, "model.json"))
     data.trainings = _kept(data, read_training, _files(folders, METRICS_FILE))
     data.environments = read_environments(data, folders)
     data.comparisons = compare_with_first(data.runs)
     return data
 
 
-def free_path(path: Path) -> Path:
-    """The path itself, or path-1, path-2... when taken: a report is never overwritten."""
-    candidate, number = path, 0
-    while candidate.exists() or candidate.is_symlink():
-        number += 1
-        candidate = path.with_name(f"{path.stem}-{number}{path.suffix}")
-    return candidate
+def output_file(text: str) -> Path:
+    """Where ``-o TEXT`` puts the page: an existing folder gets ``report.html`` (or the next free name) inside it;
+    a file name needs its folder to exist. UsageError, naming the option, otherwise."""
+    path = Path(text)
+    if path.is_dir():
+        return path / OUTPUT
+    if text.endswith(("/", os.sep)):
+        raise UsageError(f"-o {text}: no such folder (the page is written into an existing folder, or to a file name)")
+    if not path.parent.is_dir():
+        what = "is a file" if path.parent.exists() else "does not exist"
+        raise UsageError(f"-o {text}: the folder {path.parent} {what}")
+    return path
 
 
-def write_report(folders: list[Path], output: Path) -> Path:
-    """The page of everything under ``folders`` at ``output`` (or the next free name); UsageError when there is
-    nothing to report."""
+def free_names(path: Path) -> Iterator[Path]:
+    """The path itself, then path-1, path-2...: the names a report may take."""
+    yield path
+    for number in range(1, MAX_NAMES):
+        yield path.with_name(f"{path.stem}-{number}{path.suffix}")
+
+
+def _claim(name: Path, written: Path) -> bool:
+    """Give the finished page ``written`` the name, unless the name is taken (False): a hard link never replaces
+    a file, so a report made at the same moment by another process is not overwritten either."""
+    try:
+        os.link(written, name)
+    except FileExistsError:
+        return False
+    except OSError:  # a file system without hard links: create the name exclusively and copy the page into it
+        try:
+            with open(name, "x", encoding="utf-8", newline="\n") as out:
+                out.write(written.read_text(encoding="utf-8"))
+        except FileExistsError:
+            return False
+    return True
+
+
+def write_new(path: Path, text: str) -> Path:
+    """``text`` at ``path`` or the next free name (``free_names``), never replacing anything; the name taken."""
+    written = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    try:
+        with open(written, "x", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+        for name in free_names(path):
+            if _claim(name, written):
+                return name
+    except OSError as error:
+        raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
+    finally:
+        with contextlib.suppress(OSError):
+            written.unlink()
+    raise UsageError(f"{path}: no free name (it and {path.stem}-1 to -{MAX_NAMES - 1} are taken)")
+
+
+def make_report(folders: list[Path], output: Path) -> tuple[Path, ReportData]:
+    """The page of everything under ``folders`` at ``output`` (inside it when a folder; the next free name when
+    taken), and what it was made of; UsageError when there is nothing to report."""
     data = gather(folders)
     if data.empty():
         why = f" ({'; '.join(data.skipped)})" if data.skipped else ""
         raise UsageError(f"{', '.join(map(str, folders))}: nothing to report (no run, profile, campaign, variability "
                          f"folder, model or training run){why}")
-    path = free_path(output)
-    write_text_atomic(path, render(data))
-    return path
+    return write_new(output / OUTPUT if output.is_dir() else output, render(data)), data
 
+
+def write_report(folders: list[Path], output: Path) -> Path:
+    return make_report(folders, output)[0]
+
+
+def left_out_lines(data: ReportData) -> list[str]:
+    """What the page left out, counted, for the terminal (the page names each)."""
+    lines = []
+    if data.skipped:
+        lines.append(f"left out, not readable: {len(data.skipped)} file{'s' if len(data.skipped) > 1 else ''} "
+                     "(named at the top of the page)")
+    invalid = len(invalid_items(data))
+    if invalid:
+        lines.append(f"left out of figures, comparisons and statistics: {invalid} invalid value"
+                     f"{'s' if invalid > 1 else ''} (NaN, infinite, negative or not a number; listed under Invalid "
+                     "values)")
+    return lines

@@ -10,7 +10,7 @@ import base64
 import html
 import io
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,8 @@ h3{font-size:1.05em;margin-bottom:.3em}div.wide{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:.4em 0 1em;font-size:.82em}
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:right;vertical-align:top}
 th{background:#eee;font-weight:600;max-width:9em}td.text{text-align:left;max-width:42em;overflow-wrap:break-word}
-p.absent{color:#666;font-style:italic}p.note{color:#444;font-size:.9em}tr.failed td{background:#fde2e2}
+p.absent{color:#666;font-style:italic}p.note{color:#444;font-size:.9em}p.warn{color:#a00}
+tr.failed td{background:#fde2e2}
 img{max-width:100%;border:1px solid #ddd;margin:.3em 0}nav{line-height:1.8}nav a{margin-right:1em}
 code{background:#f4f4f4;padding:0 .2em;overflow-wrap:anywhere}"""
 
@@ -86,14 +87,28 @@ def png(data: bytes, alt: str) -> str:
 
 
 def image(path: Path) -> str:
-    """A PNG file embedded in the page."""
-    return png(path.read_bytes(), path.name)
+    """A PNG file embedded in the page; a line saying so when it cannot be read (gone since it was found)."""
+    try:
+        return png(path.read_bytes(), path.name)
+    except OSError as error:
+        return paragraph(f"{path}: picture not readable ({error.strerror or error})", "absent")
 
 
-def figure_image(figure: Figure, alt: str) -> str:
-    """A matplotlib Figure embedded in the page."""
+def figure_image(make: Callable[[], Figure | None], alt: str) -> str:
+    """The Figure ``make()`` draws, embedded in the page ("" when it draws none). Values near the float limits
+    (1e308 images/s) overflow matplotlib's transforms: then one line says the figure cannot be drawn, rather than
+    a traceback or a figure drawn from overflowed numbers, and the tables still hold every number."""
+    import numpy as np
+
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    try:
+        with np.errstate(over="raise"):  # an overflow is an error here, not a RuntimeWarning and a wrong figure
+            figure = make()
+            if figure is None:
+                return ""
+            figure.savefig(buffer, format="png")
+    except (ValueError, ArithmeticError) as error:  # numpy's LinAlgError is a ValueError, FloatingPointError here
+        return paragraph(f"The figure ({alt}) cannot be drawn: {type(error).__name__}: {error}.", "absent")
     return png(buffer.getvalue(), alt)
 
 

@@ -14,50 +14,87 @@ if TYPE_CHECKING:
 Results = Sequence[dict[str, Any]]
 
 
+MAX_LINES = 10  # lines drawn in one figure: matplotlib's colour cycle, so that no two lines share a colour
+MARK_LENGTH = 48  # characters of a failure's label on the x axis
+LABEL_LENGTH = 64  # characters of a line's label in the legend: a long folder name does not squeeze the axes away
+
+
 def batch_size_figure(lines: Mapping[str, tuple[Results, str]], title: str, ylabel: str,
-                      spread: tuple[str, str] | None = None) -> Figure:
-    """One line per label, from each result's ``field`` (label -> (results, field)); failed batch sizes are marked
-    on the x axis so a gap is never silent, and a value the profile lacks (None) is left out, never drawn as 0.
-    ``spread``: the (low, high) fields drawn as an error bar around each point (the windows' min and max)."""
+                      spread: tuple[str, str] | None = None, width: float = 7.0) -> Figure:
+    """One line per label, from each result's ``field`` (label -> (results, field)); failed and invalid batch
+    sizes are marked on the x axis so a gap is never silent, and a value the profile lacks (None) is left out,
+    never drawn as 0. ``spread``: the (low, high) fields drawn as an error bar around each point (the windows' min
+    and max). The legend stands beside the axes, never over them; past ``MAX_LINES`` labels only the first
+    ``MAX_LINES`` are drawn and the legend's title says so (``drawn_lines``)."""
     # A Figure of its own, not pyplot's global state: files only (no display on servers), and safe when sweeps
-    # in threads (variability --parallel) draw at the same time.
+    # in threads (variability --parallel) draw at the same time. The constrained layout makes room for the legend.
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(7, 4.5), dpi=120)
+    figure = Figure(figsize=(width, 4.5), dpi=120, layout="constrained")
     axes = figure.subplots()
     sizes: set[int] = set()
-    failed: set[tuple[int, str]] = set()
+    failed: dict[int, list[tuple[str, str]]] = {}  # batch size -> (status, line)
     one_sweep = len({id(results) for results, _ in lines.values()}) == 1  # lines of one profile: no label on marks
-    for label, (results, field) in lines.items():
-        drawn = [r for r in results if r["status"] == Status.OK and r.get(field) is not None]
-        x, y = [r["batch_size"] for r in drawn], [float(r[field]) for r in drawn]
-        line = axes.plot(x, y, marker="o", label=label)[0]
+    drawn = dict(list(lines.items())[:MAX_LINES])
+    for label, (results, field) in drawn.items():
+        measured = [r for r in results if r["status"] == Status.OK and r.get(field) is not None]
+        x, y = [r["batch_size"] for r in measured], [float(r[field]) for r in measured]
+        line = axes.plot(x, y, marker="o", label=_short(label, LABEL_LENGTH))[0]
         if spread is not None:
-            _error_bars(axes, drawn, x, y, spread, line.get_color())
+            _error_bars(axes, measured, x, y, spread, line.get_color())
         sizes.update(r["batch_size"] for r in results)
-        prefix = "" if one_sweep else f"{label}: "
-        failed.update((r["batch_size"], prefix + r["status"]) for r in results if r["status"] != Status.OK)
-    for batch, status in sorted(failed):
+        for result in results:
+            if result["status"] != Status.OK:
+                failed.setdefault(result["batch_size"], []).append((str(result["status"]), "" if one_sweep else label))
+    for batch, marks in sorted(failed.items()):
         axes.axvline(batch, color="tab:red", linestyle=":", linewidth=1)
-        axes.annotate(status, (batch, 0), color="tab:red", rotation=90, va="bottom", ha="right", fontsize=8)
+        mark = axes.annotate(_marks_text(marks), (batch, 0), color="tab:red", rotation=90, va="bottom", ha="right",
+                             fontsize=8)
+        mark.set_in_layout(False)  # drawn inside the axes: the layout has nothing to make room for
     axes.set_xscale("log", base=2)
     axes.set_xticks(sorted(sizes), [str(size) for size in sorted(sizes)])
-    axes.legend()
+    if drawn:
+        more = f"first {len(drawn)} of {len(lines)} drawn" if len(lines) > len(drawn) else None
+        axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, title=more, title_fontsize=8)
     axes.set_ylim(bottom=0)
     axes.set_xlabel("batch size (images per step)")
     axes.set_ylabel(ylabel)
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
-    figure.tight_layout()
     return figure
+
+
+def drawn_lines(count: int) -> int:
+    """How many of ``count`` lines ``batch_size_figure`` draws."""
+    return min(count, MAX_LINES)
+
+
+def _short(text: str, length: int) -> str:
+    return text if len(text) <= length else text[:length - 1] + "…"
+
+
+def _marks_text(marks: list[tuple[str, str]]) -> str:
+    """One batch size's failures as one short label, status first: one each would be drawn over each other, and
+    a label taller than the axes would leave no room for them."""
+    unique = list(dict.fromkeys(marks))
+    statuses = ", ".join(sorted({status for status, _ in unique}))
+    if len(unique) == 1:
+        status, label = unique[0]
+        room = MARK_LENGTH - len(status) - 2  # a label's end tells lines apart (their settings' start is alike)
+        tail = label if len(label) <= room else "…" + label[len(label) - room + 1:]
+        return f"{status}: {tail}" if label else status
+    lines = len({label for _, label in unique})
+    return statuses if lines <= 1 else f"{statuses} ({lines} lines)"
 
 
 def _error_bars(axes: Any, drawn: Results, x: list[int], y: list[float], spread: tuple[str, str],
                 color: str) -> None:
-    """low..high around each point that has both; a point without them gets no bar (one window: no spread)."""
+    """low..high around each point that has both; a point without them gets no bar (one window: no spread), nor
+    one whose low..high does not hold it (a file edited by hand: a bar would point the wrong way)."""
     low, high = spread
     bars = [(bx, by, by - float(r[low]), float(r[high]) - by) for r, bx, by in zip(drawn, x, y, strict=True)
             if r.get(low) is not None and r.get(high) is not None]
+    bars = [bar for bar in bars if bar[2] >= 0 and bar[3] >= 0]
     if bars:
         axes.errorbar([b[0] for b in bars], [b[1] for b in bars], yerr=[[b[2] for b in bars], [b[3] for b in bars]],
                       fmt="none", ecolor=color, capsize=3, linewidth=1)

@@ -4,19 +4,33 @@ why there is nothing to show. They draw ``report.found`` records and read no oth
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from trainbench.report.found import Campaign, Comparison, Environment, ModelFile, Profile, ReportData, Run, Training
+from trainbench.report.found import (
+    Campaign,
+    Comparison,
+    Environment,
+    ModelFile,
+    Profile,
+    ReportData,
+    Run,
+    Training,
+    short_names,
+)
 from trainbench.report.page import Section, cell_text, figure_image, frame_table, heading, image, paragraph, table
-from trainbench.report.plot import batch_size_figure
+from trainbench.report.plot import batch_size_figure, drawn_lines
 from trainbench.report.telemetry_plot import telemetry_figure
+from trainbench.results.records import Status
 from trainbench.telemetry.schema import TELEMETRY_DIR
 
 TOP_KERNELS = 10  # rows of a top-kernel table
+FIGURE_WIDTH = 10.0  # inches: the page's figures, with their legend beside the axes
 
 
 # --- labels and shared helpers --------------------------------------------------------------------------------
@@ -38,11 +52,12 @@ def run_label(run: Run) -> str:
 
 
 def titled(run: Run) -> str:
-    return f"{run_label(run)} ({run.path.name})"
+    return f"{run_label(run)} ({run.shown_name})"
 
 
 def unique_labels(runs: Sequence[Run]) -> list[str]:
-    """Each run's label, with its folder's name where two runs would otherwise share one."""
+    """Each run's label, with its name (``Run.name``: unique in the page) where two runs would otherwise share
+    one."""
     labels = [run_label(run) for run in runs]
     return [titled(run) if labels.count(label) > 1 else label for run, label in zip(runs, labels, strict=True)]
 
@@ -52,11 +67,32 @@ def filled(columns: Sequence[str], rows: Sequence[dict[str, Any]], keep: Sequenc
     return [name for name in columns if name in keep or any(row.get(name) is not None for row in rows)]
 
 
-def rows_table(columns: Sequence[str], rows: Sequence[dict[str, Any]], keep: Sequence[str] = ("batch_size",)) -> str:
-    """``rows`` under the ``columns`` that hold something; rows whose status is not ok shaded."""
+def rows_table(columns: Sequence[str], rows: Sequence[dict[str, Any]], keep: Sequence[str] = ("batch_size",),
+               failed: Sequence[bool] | None = None) -> str:
+    """``rows`` under the ``columns`` that hold something; rows whose status is not ok (or those ``failed``
+    flags) shaded, an invalid row's NaN shown as such rather than as a blank."""
     shown = filled(columns, rows, keep)
-    return table(shown, [[row.get(name) for name in shown] for row in rows],
-                 [row.get("status", "ok") != "ok" for row in rows])
+    flags = [row.get("status", "ok") != "ok" for row in rows] if failed is None else list(failed)
+    return table(shown, [[_as_shown(row.get(name), flag) for name in shown] for row, flag in zip(rows, flags,
+                                                                                                  strict=True)],
+                 flags)
+
+
+def _as_shown(value: Any, marked: bool) -> Any:
+    return "nan" if marked and isinstance(value, float) and math.isnan(value) else value
+
+
+def left_out_note(reasons: Sequence[str], what: str, where: str) -> str:
+    """'2 invalid results (shaded) left out of the figure: reason; reason', or nothing; ``what`` holds "{s}" where
+    the plural's s goes."""
+    if not reasons:
+        return ""
+    counted = f"{len(reasons)} {what.format(s='' if len(reasons) == 1 else 's')}"
+    return paragraph(f"{counted} left out of {where}: {'; '.join(reasons)}", "warn")
+
+
+def is_invalid(row: dict[str, Any]) -> bool:
+    return row.get("status") == Status.INVALID
 
 
 def absent(key: str, title: str, why: str) -> Section:
@@ -66,11 +102,18 @@ def absent(key: str, title: str, why: str) -> Section:
 # --- environment ----------------------------------------------------------------------------------------------
 
 
+def _gpus(env: dict[str, Any]) -> list[dict[str, Any]]:
+    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
+    gpus = gpu.get("gpus") if isinstance(gpu.get("gpus"), list) else []
+    return [each for each in gpus if isinstance(each, dict)]
+
+
 def _environment_fields(env: dict[str, Any]) -> dict[str, Any]:
-    gpu = env.get("gpu") or {}
-    names = [str(g.get("name")) for g in gpu.get("gpus") or [] if g.get("name")]
+    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
+    command = env.get("command")
+    names = [str(g.get("name")) for g in _gpus(env) if g.get("name")]
     fields = {
-        "command": " ".join(map(str, env.get("command") or [])) or None,
+        "command": (" ".join(map(str, command)) if isinstance(command, list) else command) or None,
         "time (UTC)": env.get("time_utc"),
         "trainbench": f"{env.get('trainbench_version')} (commit {env.get('suite_commit')})",
         "host": env.get("hostname"),
@@ -83,7 +126,8 @@ def _environment_fields(env: dict[str, Any]) -> dict[str, Any]:
         "GPU driver": gpu.get("driver"),
         "CUDA driver": gpu.get("cuda_driver"),
     }
-    for name, value in (env.get("framework") or {}).items():  # what the workers' framework reported
+    framework = env.get("framework") if isinstance(env.get("framework"), dict) else {}
+    for name, value in framework.items():  # what the workers' framework reported
         fields[name if name not in fields else f"framework: {name}"] = value
     return fields
 
@@ -97,9 +141,11 @@ _GPU_COLUMNS = ("index", "name", "compute_capability", "memory_total_mib", "sm_c
                 "temperature_c", "performance_state", "persistence_mode", "unavailable")
 
 
-def _environment_column(environment: Environment) -> str:
-    more = len(environment.folders) - 1
-    return environment.folders[0].name + (f" and {more} more" if more else "")
+def _environment_columns(environments: Sequence[Environment]) -> list[str]:
+    """Each environment's first folder (named apart from the others') and how many more share it."""
+    names = short_names([environment.folders[0] for environment in environments])
+    return [names[environment.folders[0]] + (f" and {len(environment.folders) - 1} more"
+                                             if len(environment.folders) > 1 else "") for environment in environments]
 
 
 def environment_section(data: ReportData) -> Section:
@@ -113,11 +159,11 @@ def environment_section(data: ReportData) -> Section:
     rows = [row for row in rows if any(value is not None for value in row[1:])]
     parts = [paragraph("As each run recorded it before measuring (env.json); runs on the same machine and software "
                        "share a column.", "note"),
-             table(["", *map(_environment_column, data.environments)], rows)]
-    for environment in data.environments:
-        gpus = (environment.env.get("gpu") or {}).get("gpus") or []
+             table(["", *_environment_columns(data.environments)], rows)]
+    for environment, column in zip(data.environments, _environment_columns(data.environments), strict=True):
+        gpus = _gpus(environment.env)
         if gpus:
-            parts.append(heading(f"GPUs of {_environment_column(environment)} (NVML, idle, before the run)"))
+            parts.append(heading(f"GPUs of {column} (NVML, idle, before the run)"))
             parts.append(rows_table(_GPU_COLUMNS, gpus, keep=("index", "name")))
     return Section("environment", title, "".join(parts))
 
@@ -132,9 +178,19 @@ _THROUGHPUT = ("batch_size", "status", "images_per_sec", "images_per_sec_median"
 
 def throughput_figure(runs: Sequence[Run]) -> str:
     lines = {label: (run.rows, "images_per_sec") for label, run in zip(unique_labels(runs), runs, strict=True)}
-    figure = batch_size_figure(lines, "ResNet-50 training throughput (bars: slowest to fastest window)",
-                               "images/s (images / timed window)", spread=("images_per_sec_min", "images_per_sec_max"))
-    return figure_image(figure, "images/s against batch size")
+    picture = figure_image(lambda: batch_size_figure(
+        lines, "ResNet-50 training throughput (bars: slowest to fastest window)", "images/s (images / timed window)",
+        spread=("images_per_sec_min", "images_per_sec_max"), width=FIGURE_WIDTH), "images/s against batch size")
+    return capped_note(len(lines), "runs", "its table below") + picture
+
+
+def capped_note(lines: int, what: str, where: str) -> str:
+    """Says so when a figure draws fewer lines than it was given (``plot.MAX_LINES``)."""
+    drawn = drawn_lines(lines)
+    if drawn == lines:
+        return ""
+    return paragraph(f"The figure draws the first {drawn} of the {lines} {what} (one colour each); every one's "
+                     f"numbers are in {where}.", "note")
 
 
 def throughput_section(data: ReportData) -> Section:
@@ -143,12 +199,16 @@ def throughput_section(data: ReportData) -> Section:
         return absent("throughput", title, "No throughput run (summary.json) in the folders given.")
     parts = [paragraph("images_per_sec: all timed images / all timed wall time (warm-up excluded); its median, min "
                        "and max over the timed windows (--repeats) show the spread; step times over every timed step. "
-                       "Failed batch sizes are shaded, with their reasons under Failed batch sizes.", "note"),
+                       "Failed batch sizes are shaded, with their reasons under Failed batch sizes; an invalid result "
+                       "(a rate or time that is no measurement) is shaded too and left out of the figure; its run is "
+                       "not compared.", "note"),
              throughput_figure(data.runs)]
     for run in data.runs:
         steps = f"{run.header.get('warmup_steps')} warm-up + {run.header.get('timed_steps')} timed steps per window"
-        parts += [heading(titled(run)), paragraph(steps, "note"), rows_table(_THROUGHPUT, run.rows,
-                                                                             ("batch_size", "status"))]
+        parts += [heading(titled(run)), paragraph(steps, "note"),
+                  rows_table(_THROUGHPUT, run.rows, ("batch_size", "status")),
+                  left_out_note([str(row.get("error")) for row in run.invalid_rows()], "invalid result{s} (shaded)",
+                                "the figure, and the run out of the comparisons")]
     return Section("throughput", title, "".join(parts))
 
 
@@ -163,16 +223,20 @@ def _missing(value: Any) -> bool:
     return not isinstance(value, list | tuple | dict) and bool(pd.isna(value))
 
 
+def _failed(row: dict[str, Any]) -> bool:
+    """A batch size that did not run to the end (an invalid one ran: its file holds no measurement)."""
+    return row.get("status") not in (Status.OK, Status.INVALID)
+
+
 def failures_section(data: ReportData) -> Section:
     title = "Failed batch sizes"
     rows = [(titled(run), row.get("batch_size"), row.get("status"), row.get("error"))
             for run in [*data.runs, *(profile.run for profile in data.profiles)]
-            for row in run.rows if row.get("status") != "ok"]
+            for row in run.rows if _failed(row)]
     rows += [(f"campaign {campaign.path.name}: {row.get('run_folder')}", row.get("batch_size"), row.get("status"),
-              row.get("error")) for campaign in data.campaigns for row in _campaign_rows(campaign)
-             if row.get("status") != "ok"]
+              row.get("error")) for campaign in data.campaigns for row in _campaign_rows(campaign) if _failed(row)]
     rows += [(f"variability {study.path.name}: {row['run']}", row["batch_size"], row["status"], row["error"])
-             for study in data.variability for row in study.runs.to_dict("records") if row["status"] != "ok"]
+             for study in data.variability for row in study.runs.to_dict("records") if _failed(row)]
     rows += [(f"training {training.path.name}", failure.get("batch_size"), failure.get("status"),
               f"{failure.get('error')} (after {failure.get('epochs_finished')} epochs)")
              for training in data.trainings for failure in training.failures]
@@ -181,15 +245,47 @@ def failures_section(data: ReportData) -> Section:
     return Section("failures", title, table(["where", "batch_size", "status", "reason"], rows, [True] * len(rows)))
 
 
+def invalid_items(data: ReportData) -> list[tuple[str, str, str]]:
+    """Every value left out as no measurement: (where, what, why: its file and field)."""
+    items = []
+    for run in [*data.runs, *(profile.run for profile in data.profiles)]:
+        items += [(titled(run), f"batch {row.get('batch_size')}", str(row.get("error"))) for row in run.invalid_rows()]
+        items += [(titled(run), "telemetry", why) for why in run.left_out]
+    items += [(titled(profile.run), "profiler's details", why) for profile in data.profiles for why in profile.left_out]
+    items += [(f"campaign {campaign.path.name}: {row.get('run_folder')}", f"batch {row.get('batch_size')}",
+               str(row.get("error"))) for campaign in data.campaigns for row in _campaign_rows(campaign)
+              if is_invalid(row)]
+    items += [(f"variability {study.path.name}: {row['run']}", f"batch {row['batch_size']}", str(row["error"]))
+              for study in data.variability for row in study.runs.to_dict("records") if is_invalid(row)]
+    items += [(f"model {found.path.name}", f"models[{index}]", why) for found in data.models
+              for index, why in sorted(found.invalid.items())]
+    for training in data.trainings:
+        items += [(f"training {training.path.name}", f"epoch {training.epochs[index].get('epoch')}", why)
+                  for index, why in sorted(training.invalid.items())]
+        items += [(f"training {training.path.name}", "a line", why) for why in training.left_out]
+    return items
+
+
+def invalid_section(data: ReportData) -> Section:
+    title = "Invalid values"
+    items = invalid_items(data)
+    if not items:
+        return absent("invalid", title, "Every rate, time and curve value read is a number that a run can measure.")
+    note = paragraph("Values that no run measures (NaN, infinite, negative, a text where a number belongs): each is "
+                     "shown where it was found, marked, and left out of every figure, comparison and statistic.",
+                     "note")
+    return Section("invalid", title, note + table(["where", "what", "reason"], items, [True] * len(items)))
+
+
 def input_section(data: ReportData) -> Section:
     title = "Input-bound verdicts"
     rows = [(titled(run), row["batch_size"], row.get("images_per_sec"), row.get("input_images_per_sec"),
              row.get("input_bound")) for run in data.runs for row in run.rows
-            if row.get("input_images_per_sec") is not None]
+            if row.get("input_images_per_sec") is not None and not is_invalid(row)]
     rows += [(f"campaign {campaign.path.name}: {row.get('run_folder')}", row.get("batch_size"),
               row.get("images_per_sec"), row.get("input_images_per_sec"), row.get("input_bound"))
              for campaign in data.campaigns for row in _campaign_rows(campaign)
-             if row.get("input_images_per_sec") is not None]
+             if row.get("input_images_per_sec") is not None and not is_invalid(row)]
     if not rows:
         return absent("input", title, "No run on real data (--data): the input pipeline was not measured alone, so "
                       "there is nothing to judge.")
@@ -230,11 +326,17 @@ def campaign_part(campaign: Campaign) -> str:
         parts.append(paragraph("No scaling efficiency: the matrix has no gpus axis with 1 and more processes.",
                                "note"))
     parts.append(frame_table(summary, [not ok for ok in summary["ok"].fillna(0)]))
+    invalid = [f"{row.get('run_folder')} batch {row.get('batch_size')}: {row.get('error')}"
+               for row in _campaign_rows(campaign) if is_invalid(row)]
+    parts.append(left_out_note(invalid, "invalid result{s}", "the median, min, max, spread, CV and the figure"))
+    if campaign.left_out:
+        parts.append(paragraph(f"Not counted: {'; '.join(campaign.left_out)}.", "warn"))
     lines = _summary_lines(campaign.summary)
     if lines:
-        figure = batch_size_figure(lines, f"campaign {campaign.path.name}: median over repetitions (bars: min-max)",
-                                   "images/s", spread=("images_per_sec_min", "images_per_sec_max"))
-        parts.append(figure_image(figure, "campaign images/s against batch size"))
+        parts += [capped_note(len(lines), "configurations", "the table above"), figure_image(
+            lambda: batch_size_figure(lines, f"campaign {campaign.path.name}: median over repetitions (bars: min-max)",
+                                      "images/s", spread=("images_per_sec_min", "images_per_sec_max"),
+                                      width=FIGURE_WIDTH), "campaign images/s against batch size")]
     return "".join(parts)
 
 
@@ -254,14 +356,15 @@ _TELEMETRY = ("batch_size", "energy_j", "joules_per_image", "images_per_joule", 
 
 def _run_telemetry(run: Run) -> str:
     measured = [row for row in run.rows if row.get("energy_j") is not None or row.get("telemetry_samples")]
-    figure = telemetry_figure(run.path / TELEMETRY_DIR, f"GPU telemetry: {run_label(run)}")
-    if not measured and figure is None:
+    picture = figure_image(lambda: telemetry_figure(run.path / TELEMETRY_DIR, f"GPU telemetry: {run_label(run)}"),
+                           "SM clock, power and temperature against time")
+    if not measured and not picture and not run.left_out:
         return ""
     parts = [heading(titled(run))]
     if measured:
         parts.append(rows_table(_TELEMETRY, measured))
-    if figure is not None:
-        parts.append(figure_image(figure, "SM clock, power and temperature against time"))
+    parts.append(picture)
+    parts.append(left_out_note(run.left_out, "column{s} with values that are no reading", "the figure"))
     return "".join(parts)
 
 
@@ -335,9 +438,12 @@ def coreutil_section(data: ReportData) -> Section:
 
 
 def _nsys_kernels(kernels: pd.DataFrame) -> pd.DataFrame:
-    """nsys' top kernels in readable units: total ms, mean µs, share of the kernel time."""
-    return pd.DataFrame({"name": kernels["name"], "total_ms": kernels["total_ns"] / 1e6,
-                         "instances": kernels["instances"], "mean_us": kernels["mean_ns"] / 1e3,
+    """nsys' top kernels in readable units: total ms, mean µs, share of the kernel time (a value absent from the
+    file: blank)."""
+    kernels = kernels.reindex(columns=["name", "total_ns", "instances", "mean_ns", "share"])
+    number = {name: pd.to_numeric(kernels[name], errors="coerce") for name in ("total_ns", "mean_ns")}
+    return pd.DataFrame({"name": kernels["name"], "total_ms": number["total_ns"] / 1e6,
+                         "instances": kernels["instances"], "mean_us": number["mean_ns"] / 1e3,
                          "share": kernels["share"]})
 
 
@@ -360,7 +466,8 @@ def timeline_section(data: ReportData) -> Section:
                        "concurrent streams merged, not summed).", "note")]
     for profile in profiles:
         run = profile.run
-        parts += [heading(titled(run)), rows_table(_TIMELINE, run.rows, ("batch_size", "status")), _step_table(profile)]
+        parts += [heading(titled(run)), rows_table(_TIMELINE, run.rows, ("batch_size", "status")), _step_table(profile),
+                  left_out_note(profile.left_out, "list{s}", "the step and kernel tables")]
         parts += [image(picture) for picture in run.pictures]
         parts.append(_kernel_tables(profile, _nsys_kernels))
     return Section("timeline", title, "".join(parts))
@@ -391,13 +498,17 @@ def variability_section(data: ReportData) -> Section:
                   paragraph(f"vs_median_pct: against the median GPU at that batch size; outlier: slower than it by "
                             f"more than {study.threshold * 100:g} %.", "note"),
                   frame_table(study.gpus, list(study.gpus["outlier"].astype(bool))),
+                  left_out_note([f"{row['run']} batch {row['batch_size']}: {row['error']}"
+                                 for row in study.runs.to_dict("records") if is_invalid(row)],
+                                "invalid result{s}", "the medians, the comparison with the median GPU and the spread"),
                   heading("spread per batch size (over the GPUs' medians, and over every repetition)"),
                   frame_table(study.across)]
     return Section("variability", title, "".join(parts))
 
 
-def _comparison_part(comparison: Comparison) -> str:
-    parts = [heading(f"{comparison.run_b.name} (B) against {comparison.run_a.name} (A)")]
+def _comparison_part(comparison: Comparison, names: dict[Path, str]) -> str:
+    name_a, name_b = (names.get(path, path.name) for path in (comparison.run_a, comparison.run_b))
+    parts = [heading(f"{name_b} (B) against {name_a} (A)")]
     if comparison.differences:
         differences = "; ".join(f"{name} (A {cell_text(a)}, B {cell_text(b)})" for name, a, b in comparison.differences)
         parts.append(paragraph(f"The runs differ in {differences}.", "note"))
@@ -414,10 +525,15 @@ def comparisons_section(data: ReportData) -> Section:
     title = "Comparisons"
     if not data.comparisons:
         return absent("comparisons", title, "Fewer than two throughput runs: nothing to compare.")
-    note = paragraph("As trainbench compare A B: every run against the first one found (A). change_pct: B's images/s "
+    note = paragraph("As trainbench compare A B: every run against the first one found (A) without an invalid result; "
+                     "a run holding one is not compared (compare refuses it, naming it). change_pct: B's images/s "
                      "over A's; p_value: two-sided Mann-Whitney U on the windows' images/s (3 or more windows "
                      "each), else on the step times (sample); significant: p < 0.05.", "note")
-    return Section("comparisons", title, note + "".join(map(_comparison_part, data.comparisons)))
+    others = len(data.runs) - 1
+    if len(data.comparisons) < others:
+        note += paragraph(f"The first {len(data.comparisons)} of the {others} other runs are compared.", "note")
+    names = {run.path: run.shown_name for run in data.runs}
+    return Section("comparisons", title, note + "".join(_comparison_part(each, names) for each in data.comparisons))
 
 
 _MODEL = ("label", "metric", "function", "smape", "adjusted_r2", "rss", "relative_error", "values")
@@ -438,10 +554,11 @@ def _point(at: Any) -> str:
 
 
 def _model_part(found: ModelFile) -> str:
-    models = [model for model in found.content.get("models") or [] if isinstance(model, dict)]
+    models = [model for index, model in enumerate(found.content.get("models") or []) if index not in found.invalid]
     rows = [[*(model.get(name) for name in _MODEL), _model_predictions(model), model.get("warnings") or None]
             for model in models]
-    parts = [heading(found.path.name), table([*_MODEL, "predictions and checks", "warnings"], rows)]
+    parts = [heading(found.path.name), table([*_MODEL, "predictions and checks", "warnings"], rows),
+             left_out_note([found.invalid[index] for index in sorted(found.invalid)], "model{s}", "the table")]
     if (found.path / "model.png").is_file():
         parts.append(image(found.path / "model.png"))
     return "".join(parts)
@@ -463,7 +580,7 @@ _CURVES = ("epoch", "train_loss", "eval_loss", "eval_top1", "eval_top5", "train_
 
 def training_label(training: Training) -> str:
     config = training.config or {}
-    model = config.get("model") or {}
+    model = config.get("model") if isinstance(config.get("model"), dict) else {}
     facts = [model.get("framework"), model.get("precision"), f"batch {config.get('batch_size')}" if config else None,
              f"{config.get('epochs')} epochs planned" if config else None,
              f"data {Path(str(config['data'])).name}" if config.get("data") else "synthetic data" if config else None]
@@ -479,7 +596,7 @@ def _curves_figure(epochs: list[dict[str, Any]]) -> Any:
     for axes, names, ylabel in ((loss, ("train_loss", "eval_loss"), "loss"),
                                 (accuracy, ("eval_top1", "eval_top5"), "accuracy (fraction)")):
         for name in names:
-            axes.plot(x, [row.get(name) for row in epochs], marker="o", label=name)
+            axes.plot(x, [_drawable(row.get(name)) for row in epochs], marker="o", label=name)
         axes.set_xlabel("epoch")
         axes.set_ylabel(ylabel)
         axes.grid(True, alpha=0.3)
@@ -488,18 +605,28 @@ def _curves_figure(epochs: list[dict[str, Any]]) -> Any:
     return figure
 
 
+def _drawable(value: Any) -> float:
+    """A point of a curve: a diverged (NaN, infinite) or absent loss is a gap, never a point off the axes."""
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else math.nan
+
+
 def training_section(data: ReportData) -> Section:
     title = "Training curves"
     if not data.trainings:
         return absent("training", title, "No training run (metrics.jsonl) in the folders given.")
     parts = []
     for training in data.trainings:
-        epochs = [row for row in training.epochs if "epoch" in row]
-        parts += [heading(training_label(training)), rows_table(_CURVES, epochs, ("epoch",))]
-        if epochs:
-            parts.append(figure_image(_curves_figure(epochs), "loss and accuracy per epoch"))
+        drawn = [row for index, row in enumerate(training.epochs) if index not in training.invalid]
+        parts += [heading(training_label(training)),
+                  rows_table(_CURVES, training.epochs, ("epoch",),
+                             [index in training.invalid for index in range(len(training.epochs))]),
+                  left_out_note([*(training.invalid[index] for index in sorted(training.invalid)),
+                                 *training.left_out], "invalid line{s} (shaded)", "the figure")]
+        if drawn:
+            parts.append(figure_image(partial(_curves_figure, drawn), "loss and accuracy per epoch"))
         else:
-            parts.append(paragraph("No epoch finished yet.", "absent"))
+            parts.append(paragraph("No epoch finished yet." if not training.epochs else "No epoch to draw.",
+                                   "absent"))
     return Section("training", title, "".join(parts))
 
 
@@ -521,10 +648,16 @@ def preamble(data: ReportData) -> str:
     parts = [f"<p>Made by <code>trainbench report</code> from {sources}: {html.escape(found)}.</p>"]
     if data.skipped:
         parts.append(paragraph("Not readable, left out: " + "; ".join(data.skipped), "absent"))
+    invalid = len(invalid_items(data))
+    if invalid:
+        parts.append(f'<p class="warn">{_counted(invalid, "invalid value", "invalid values")} (NaN, infinite, '
+                     'negative or not a number) left out of the figures, comparisons and statistics: see '
+                     '<a href="#invalid">Invalid values</a>.</p>')
     return "".join(parts)
 
 
 SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
-    environment_section, throughput_section, failures_section, input_section, campaigns_section, telemetry_section,
+    environment_section, throughput_section, failures_section, invalid_section, input_section, campaigns_section,
+    telemetry_section,
     coreutil_section, timeline_section, framework_profiles_section, variability_section, comparisons_section,
     models_section, training_section)

@@ -4,7 +4,8 @@ Reads ``telemetry/batch_<X>.csv`` (columns and events: ``trainbench.telemetry.sc
 workers that may have been killed, so reading never raises on a partial file: an empty file, a header alone or a
 last line cut short are read for what they hold, and a file that cannot be read at all is skipped.
 
-- ``read_timeline``: every batch size's rows in one frame, with ``batch_size`` from the file name.
+- ``read_timeline``: every batch size's rows in one frame, with ``batch_size`` from the file name; a value that is
+  no reading (a text, NaN, infinite, negative) is missing, and ``timeline_problems`` names it (file and field).
 - ``timed_spans``: the timed windows, as the figure shades them.
 - ``throttled_samples``: the sample rows limited by power or temperature, as the figure marks them.
 - ``telemetry_figure``: the figure (None without a sample row); ``plot_telemetry`` writes it (False: nothing
@@ -50,50 +51,77 @@ PANELS: tuple[tuple[str, str], ...] = (
 def read_timeline(telemetry_dir: Path) -> pd.DataFrame:
     """Every ``batch_<X>.csv`` in ``telemetry_dir``, one frame in time order: the schema's columns (numbers as
     float64, or Int64 where whole) and ``batch_size``. What a killed worker left half-written is dropped, never
-    raised on: callers draw or summarise what was measured. An absent folder reads as no rows."""
+    raised on: callers draw or summarise what was measured. A value that is no reading (a text, NaN, infinite,
+    negative) is missing (``timeline_problems`` names them). An absent folder reads as no rows."""
+    return _read_all(telemetry_dir)[0]
+
+
+def timeline_problems(telemetry_dir: Path) -> list[str]:
+    """Per file and field, the values ``read_timeline`` left out as no reading: how many, and the first one."""
+    return _read_all(telemetry_dir)[1]
+
+
+def _read_all(telemetry_dir: Path) -> tuple[pd.DataFrame, list[str]]:
     import pandas as pd
 
-    frames = []
+    frames, problems = [], []
     for path in sorted(telemetry_dir.glob("batch_*.csv")):
         match = _FILE_NAME.fullmatch(path.name)
         if match is None:
             continue
-        frame = _read_one(path)
+        frame, found = _read_one(path)
+        problems += found
         if frame is not None and len(frame):
             frames.append(frame.assign(**{BATCH_SIZE: int(match.group(1))}))
     if not frames:
-        return _typed(pd.DataFrame({field: [] for field in TELEMETRY_FIELDS}).assign(**{BATCH_SIZE: []}))
+        empty = _typed(pd.DataFrame({field: [] for field in TELEMETRY_FIELDS}).assign(**{BATCH_SIZE: []}))
+        return empty, problems
     timeline = pd.concat(frames, ignore_index=True)
     # Within a flush the sampler writes in time order, but an event can land in the next flush: sort (stably).
-    return timeline.sort_values("time_s", kind="stable", ignore_index=True)
+    return timeline.sort_values("time_s", kind="stable", ignore_index=True), problems
 
 
-def _read_one(path: Path) -> pd.DataFrame | None:
-    """One file's rows, typed; None when it holds no readable header."""
+def _read_one(path: Path) -> tuple[pd.DataFrame | None, list[str]]:
+    """One file's rows, typed, and its values that are no reading; None when it holds no readable header."""
     import pandas as pd
 
     try:
         text = path.read_bytes().decode("utf-8", errors="replace")
     except OSError:
-        return None
+        return None, []
     if not text.endswith("\n"):
         # The writer ends every row with a line end: what follows the last one is a row cut short by a kill,
         # whose last field may be a prefix of the real number (12 for 123.4). Dropped rather than misread.
         text = text[: text.rfind("\n") + 1]
     if not text.strip():
-        return None
+        return None, []
     try:
         raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, on_bad_lines="skip")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError):
-        return None
+        return None, []
     if "time_s" not in raw.columns or "event" not in raw.columns:
-        return None  # not a timeline
-    frame = _typed(raw.reindex(columns=list(TELEMETRY_FIELDS), fill_value=""))
-    return frame[frame["time_s"].notna() & frame["event"].ne("")]
+        return None, []  # not a timeline
+    raw = raw.reindex(columns=list(TELEMETRY_FIELDS), fill_value="")
+    frame = _typed(raw)
+    problems = [_problem(path, field, raw[field], frame[field]) for field in TELEMETRY_FIELDS
+                if field not in _TEXT_FIELDS]
+    return frame[frame["time_s"].notna() & frame["event"].ne("")], [problem for problem in problems if problem]
+
+
+def _problem(path: Path, field: str, raw: pd.Series, typed: pd.Series) -> str:
+    """The values of a column that were written (not empty) but read as missing: how many, the first one."""
+    lost = raw[(raw.str.strip() != "") & typed.isna()]
+    if lost.empty:
+        return ""
+    return (f"{path}: {field}: {len(lost)} value{'s' if len(lost) > 1 else ''} not a finite non-negative number "
+            f"(first {lost.iloc[0]!r})")
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    """The schema's types: text stays text, an unreadable number becomes missing rather than an error."""
+    """The schema's types: text stays text; a value that is no reading (a text, NaN, infinite, negative: every
+    number of the schema is a time, count, index or reading that cannot be below 0) becomes missing rather than an
+    error or a point drawn."""
+    import numpy as np
     import pandas as pd
 
     typed = {}
@@ -104,6 +132,7 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
             typed[field] = frame[field].astype("int64")
         else:
             numbers = pd.to_numeric(frame[field], errors="coerce").astype("float64")
+            numbers = numbers.where(np.isfinite(numbers) & numbers.ge(0))
             if field in _INTEGER_FIELDS:
                 numbers = numbers.where(numbers.mod(1).eq(0)).astype("Int64")  # 1.5 in a whole field: missing
             typed[field] = numbers

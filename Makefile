@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 EXTRAP_VENV := .venv-extrap
 EXTRAP_STAMP := $(EXTRAP_VENV)/.installed
 
-.PHONY: install demo test test-fast lint lint-shell lock clean-venv image-test
+.PHONY: install demo test test-fast mutation-check lint lint-shell lock clean-venv image-test
 
 install: $(STAMP) $(EXTRAP_STAMP)
 
@@ -48,6 +48,11 @@ test: lint $(EXTRAP_STAMP)
 
 test-fast: lint $(EXTRAP_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# Targeted mutations of the promises (tests/mutation_check.py's table), each applied to a copy of the tree: every one
+# must make its fast tests fail. A few minutes; run it after changing a module that computes or compares numbers.
+mutation-check: $(STAMP)
+	$(BIN)/python tests/mutation_check.py
 
 # Opt-in: the image built with podman (on a stand-in CUDA base) and run for real; root, several GB of downloads.
 image-test: $(STAMP)

@@ -240,6 +240,10 @@ def test_unreadable_folders_are_error_rows_naming_the_file(campaign: tuple[Path,
     ('{"format": 2, "run": "7", "repetition": 0, "experiment": 0, "config": "x", "values": {}}', "run is '7'"),
     ('{"format": 9, "run": 7, "repetition": 0, "experiment": 0, "config": "x", "values": {}}', "format 9"),
     ('{"format": 2, "run": 7, "repetition": 0, "experiment": 0, "config": "x", "values": []}', "values is []"),
+    ('{"format": 2, "run": 7, "repetition": 0, "experiment": 0, "config": "x", "values": {"gpus": "two"}}',
+     "values.gpus is 'two'"),
+    ('{"format": 2, "run": 7, "repetition": 0, "experiment": 0, "config": "x", "values": {"nodes": 0}}',
+     "values.nodes is 0"),
 ])
 def test_each_bad_run_file_is_reported(tmp_path: Path, matrix: Matrix, content: str | None, problem: str) -> None:
     experiment = planned_runs(matrix)[0][1]

@@ -14,7 +14,7 @@ import pytest
 
 from trainbench.bench.stats import summarize, summarize_windows
 from trainbench.bench.timing import Window
-from trainbench.report.plot import plot_against_batch_size, plot_throughput
+from trainbench.report.plot import batch_size_figure, plot_against_batch_size, plot_throughput
 from trainbench.report.table import COLUMNS, INPUT_COLUMNS, WINDOW_COLUMNS, aligned, format_fields, format_table
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -217,3 +217,8 @@ def test_a_value_the_profile_lacks_is_left_out(tmp_path: Path, missing: str | No
     plot_against_batch_size(lines, path, "profile", "fraction")
     assert png_size(path) == (840, 540)
     assert red_pixels(path) > 100
+    # the drawn lines themselves: the lacking value is no point at all (never a 0), the failure no point either
+    drawn = {line.get_label(): (list(line.get_xdata()), list(line.get_ydata()))
+             for line in batch_size_figure(lines, "profile", "fraction").axes[0].get_lines()
+             if not line.get_label().startswith("_")}
+    assert drawn == {"GPU busy": ([1, 2], [0.5, 0.7]), "SM": ([1], [0.2])}

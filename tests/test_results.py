@@ -213,3 +213,12 @@ def test_absent_values_zero_and_failures_stay_as_they_were(tmp_path: Path) -> No
 ])
 def test_unfinished_campaign_runs_are_told_by_the_folder_name_alone(relative: str, unfinished: bool) -> None:
     assert in_unfinished_run(Path("/c") / relative, Path("/c")) is unfinished
+
+
+def test_a_rates_spread_over_windows_is_checked_as_the_rate_is() -> None:
+    rows = [{"batch_size": 4, "status": "ok", "images_per_sec": 40.0, "images_per_sec_max": "fast"},
+            {"batch_size": 8, "status": "ok", "images_per_sec": 40.0, "images_per_sec_min": 39.0,
+             "temperature_max_c": -2, "windows_median": -1}]
+    first, second = RunSummary.from_json({"results": rows}).results
+    assert first.status is Status.INVALID and "images_per_sec_max" in str(first.error)
+    assert second.status is Status.OK

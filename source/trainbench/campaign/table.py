@@ -207,6 +207,10 @@ def read_run_info(path: Path) -> RunInfo:
         raise UsageError(f"{path}: config is {config!r}, not a config string")
     if not isinstance(values, dict):
         raise UsageError(f"{path}: values is {values!r}, not an object of axis values")
+    for key in ("gpus", "nodes"):  # counts the summary computes with (scaling efficiency)
+        value = values.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"{path}: values.{key} is {value!r}, not a whole number >= 1")
     fingerprint = data.get("fingerprint")
     if fingerprint is not None and (not isinstance(fingerprint, str) or not fingerprint):
         raise UsageError(f"{path}: fingerprint is {fingerprint!r}, not a matrix fingerprint")

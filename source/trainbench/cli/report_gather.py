@@ -9,9 +9,9 @@ reads (and imported only when a report is made: pandas and scipy stay out of eve
 page itself is ``report/html.py``, which receives the records.
 
 A value that is no measurement (NaN, infinite, negative, a text or a list where a number belongs) is kept with why,
-its file and field named: a result as ``invalid`` (the results model marks rates and times; ``DRAWN`` adds what the
-page draws), an epoch, a model or a list of nsys' by index, telemetry columns by file and field. A file of the wrong
-shape (an env.json whose ``gpu`` is a text) is left out and named like an unreadable one. The page is written by
+its file and field named: a result as ``invalid`` (the results model marks rates, times and their spreads), an
+epoch, a model or a list of nsys' by index, telemetry columns by file and field. A file of the wrong shape (an
+env.json whose ``gpu`` is a text) is left out and named like an unreadable one. The page is written by
 ``write_new``: under a name nothing holds, never over a file.
 """
 
@@ -53,7 +53,7 @@ from trainbench.report.html import render
 from trainbench.report.sections import invalid_items
 from trainbench.report.telemetry_plot import timeline_problems
 from trainbench.results.files import batch_file, in_unfinished_run
-from trainbench.results.records import BatchResult, Status, unstamped
+from trainbench.results.records import unstamped
 from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import DEFAULT_OUTLIER_THRESHOLD, TELEMETRY_DIR, VARIABILITY_FILE
 from trainbench.training.loop import FAILURES_FILE, METRICS_FILE
@@ -61,7 +61,6 @@ from trainbench.training.loop import FAILURES_FILE, METRICS_FILE
 MAX_COMPARISONS = 8  # runs compared with the first one; more would bury the page
 MAX_NAMES = 10_000  # report-1.html... tried before giving up
 # Values the page draws that the results model does not check itself (the windows' spread around images/s).
-DRAWN = ("images_per_sec_median", "images_per_sec_min", "images_per_sec_max")
 Found = TypeVar("Found")
 
 
@@ -132,23 +131,12 @@ def _not_measured(value: Any) -> str:
 # --- readers, one per kind of folder --------------------------------------------------------------------------
 
 
-def _drawn_checked(path: Path, position: int, result: BatchResult) -> BatchResult:
-    """An ok result whose spread the page draws (``DRAWN``) holds no measurement there: invalid, as the results
-    model makes one whose rate or time is none."""
-    bad = next((name for name in DRAWN if not _measurement(result.values.get(name))), None) if result.ok else None
-    if bad is None:
-        return result
-    return result.replace(status=Status.INVALID,
-                          error=f"{path}: results[{position}].{bad} {_not_measured(result.values[bad])}")
-
-
 def read_run(path: Path) -> Run:
     """A throughput run's or a profile's summary (results model), with the pictures in its folder and the
     telemetry values left out as no reading."""
     summary = read_summary(path, "throughput run or profile")
-    results = [_drawn_checked(path, position, result) for position, result in enumerate(summary.results)]
     pictures = sorted(picture for picture in path.parent.glob("*.png") if picture.is_file())
-    return Run(path.parent, summary.header, [result.to_row() for result in results], pictures,
+    return Run(path.parent, summary.header, [result.to_row() for result in summary.results], pictures,
                timeline_problems(path.parent / TELEMETRY_DIR))
 
 

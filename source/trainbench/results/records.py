@@ -30,10 +30,12 @@ class Status(StrEnum):
 # The measured values a reader checks on an ok result: a rate or a time (per second, seconds, energy, power) that is
 # not a finite, non-negative number (or a list of them, as each window's images/s) makes the result INVALID.
 MEASURED_SUFFIXES = ("_per_sec", "_s", "_j", "_per_image", "_per_joule", "_w", "_mhz")
+SPREAD_SUFFIXES = ("_median", "_min", "_max")  # a rate's statistics over windows: images_per_sec_min...
 
 
 def is_measured(name: str) -> bool:
-    return name.endswith(MEASURED_SUFFIXES)
+    base = next((name[:-len(end)] for end in SPREAD_SUFFIXES if name.endswith(end)), name)
+    return base.endswith(MEASURED_SUFFIXES)
 
 
 def _acceptable(value: Any) -> bool:

@@ -124,7 +124,7 @@ def test_differing_settings_are_named_before_the_verdict(tmp_path: Path) -> None
     ({"results": [{"batch_size": 4, "status": "ok", "images_per_sec": -3}]}, "images_per_sec is -3"),
     ({"results": [{"batch_size": 4, "status": 1}]}, "results[0].status is 1"),
     ({"results": [{"batch_size": 4, "status": "ok", "images_per_sec": 2.0, "window_images_per_sec": [1, "x"]}]},
-     "window_images_per_sec[1] is 'x'"),
+     "results[0].window_images_per_sec is [1, 'x']"),
 ])
 def test_a_summary_of_the_wrong_shape_is_one_line_naming_the_file(tmp_path: Path, summary: object,
                                                                   fragment: str) -> None:

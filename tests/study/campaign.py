@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.study import StudyCase
+from tests.test_campaign_slurm import TINY_MATRIX
 from trainbench.bench.stats import summarize_windows
 from trainbench.bench.store import ThroughputRun
 from trainbench.bench.timing import Window
@@ -26,20 +27,7 @@ from trainbench.campaign.table import write_campaign_table
 from trainbench.results.files import write_json_atomic
 from trainbench.results.records import BatchResult, Status
 
-MATRIX = """\
-axes:
-  framework: [torch]
-  precision: [fp32]
-  device: [cpu]
-  batch_size: [1, 2]
-  image_size: [64]
-  num_classes: [4]
-  seed: [0, 1]
-repeats: 2
-warmup: 1
-steps: 2
-windows: 1
-"""
+MATRIX = TINY_MATRIX  # two experiments (seed 0 and 1) x 2 repeats, batch sizes 1 and 2
 CONFIG = "torch-fp32-img64-cpu-cls4-seed0"  # experiment 0's config string; runs 0 (repetition 0) and 2 (repetition 1)
 RATES = {0: 100.0, 1: 120.0}  # images/s by repetition, every batch size (100 for any other repetition)
 _HELD: list[int] = []  # lock descriptors standing for another process's claim, held for the whole session

@@ -28,6 +28,32 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = No
                           capture_output=True, text=True, timeout=timeout)
 
 
+def run_main(*args: str, cwd: Path | None = None,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``trainbench ARGS`` through the CLI's own ``main`` in this process (what ``run_cli`` checks, without a new
+    interpreter's seconds of start-up): environment and working folder set for the call and restored after. For
+    commands that start no worker; keep one ``run_cli`` case per command for the real process."""
+    from contextlib import chdir, redirect_stderr, redirect_stdout
+    from io import StringIO
+
+    from trainbench.cli.main import main
+
+    changes = {"CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
+    saved = {key: os.environ.get(key) for key in changes}
+    out, err = StringIO(), StringIO()
+    try:
+        os.environ.update(changes)
+        with chdir(cwd or REPO), redirect_stdout(out), redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return subprocess.CompletedProcess(["trainbench", *args], code, out.getvalue(), err.getvalue())
+
+
 def assert_one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
     """Exit 2, exactly one line on stderr that contains every fragment, and no traceback."""
     assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)

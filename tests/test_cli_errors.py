@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, assert_one_line_error, run_cli
+from tests.conftest import REPO, assert_one_line_error, run_cli, run_main
 
 MAX_BATCH = "16777216"  # trainbench.config.MAX_BATCH_SIZE
 
@@ -195,14 +195,14 @@ def test_sigterm_ends_a_forked_child_silently_as_without_the_handler() -> None:
 )
 def test_option_errors_have_one_prefix_and_name_the_subcommand(tmp_path: Path, args: list[str],
                                                                 expected: str) -> None:
-    result = run_cli(*args, cwd=tmp_path)
+    result = run_main(*args, cwd=tmp_path)
     assert_one_line_error(result)
     assert result.stderr.strip() == expected
 
 
 @pytest.mark.parametrize("command", [["throughput"], ["train"], ["profile", "torch"]])
 def test_empty_output_is_refused_not_taken_as_the_current_folder(tmp_path: Path, command: list[str]) -> None:
-    result = run_cli(*command, "--device", "cpu", "--output", "", cwd=tmp_path)
+    result = run_main(*command, "--device", "cpu", "--output", "", cwd=tmp_path)
     assert_one_line_error(result, f"{command[0]}: argument --output:", "empty string")
     assert not any(tmp_path.iterdir())
 
@@ -212,9 +212,9 @@ def test_output_that_is_a_file_or_inside_one_is_named_in_one_line(tmp_path: Path
     a_file = tmp_path / "results.txt"
     a_file.write_text("precious\n")
     cheap = ["--device", "cpu", "--image-size", "32", "--num-classes", "2"]
-    result = run_cli(*command, *cheap, "--output", str(a_file), cwd=tmp_path)
+    result = run_main(*command, *cheap, "--output", str(a_file), cwd=tmp_path)
     assert_one_line_error(result, str(a_file), "not a folder")
-    result = run_cli(*command, *cheap, "--output", str(a_file / "runs"), cwd=tmp_path)
+    result = run_main(*command, *cheap, "--output", str(a_file / "runs"), cwd=tmp_path)
     assert_one_line_error(result, str(a_file / "runs"), "Not a directory")
     assert a_file.read_text() == "precious\n" and sorted(p.name for p in tmp_path.iterdir()) == ["results.txt"]
 
@@ -247,14 +247,14 @@ def test_output_on_a_read_only_mount_is_named_in_one_line(tmp_path: Path, comman
 
 
 def test_resume_of_a_run_that_has_no_config_is_refused(tmp_path: Path) -> None:
-    result = run_cli("train", "--resume", str(tmp_path), cwd=tmp_path)
+    result = run_main("train", "--resume", str(tmp_path), cwd=tmp_path)
     assert_one_line_error(result, str(tmp_path / "config.json"), "not a trainbench training run")
 
 
 def test_a_path_with_a_newline_stays_on_one_line(tmp_path: Path) -> None:
     a_file = tmp_path / "two\nlines"
     a_file.write_text("")
-    result = run_cli("throughput", "--device", "cpu", "--output", str(a_file), cwd=tmp_path)
+    result = run_main("throughput", "--device", "cpu", "--output", str(a_file), cwd=tmp_path)
     assert_one_line_error(result, "two\\nlines", "not a folder")
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
 
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_cli, run_main
 from trainbench.bench.compare import compare_runs
 from trainbench.bench.store import ThroughputRun
 from trainbench.results.records import BatchResult
@@ -51,10 +51,10 @@ def test_cli_prints_a_verdict_and_refuses_a_non_run(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     a = write_run(tmp_path / "a", 4, 0.05 + rng.normal(0, 0.001, 30))
     b = write_run(tmp_path / "b", 4, 0.04 + rng.normal(0, 0.001, 30))
-    result = run_cli("compare", str(a), str(b))
+    result = run_cli("compare", str(a), str(b))  # one case in a real process
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("batch 4: ") and result.stdout.strip().endswith(": significant")
-    assert_one_line_error(run_cli("compare", str(a), str(tmp_path / "missing")), "missing", "not a throughput run")
+    assert_one_line_error(run_main("compare", str(a), str(tmp_path / "missing")), "missing", "not a throughput run")
 
 
 def write_windows_run(path: Path, batch: int, window_rates: list[float], step_times: np.ndarray) -> Path:
@@ -81,7 +81,7 @@ def test_windows_are_the_sample_when_both_runs_have_enough(tmp_path: Path) -> No
 def test_alpha_must_be_a_probability(tmp_path: Path, alpha: str) -> None:
     rng = np.random.default_rng(4)
     a = write_run(tmp_path / "a", 4, 0.05 + rng.normal(0, 0.001, 10))
-    assert_one_line_error(run_cli("compare", str(a), str(a), f"--alpha={alpha}"), "--alpha", alpha)
+    assert_one_line_error(run_main("compare", str(a), str(a), f"--alpha={alpha}"), "--alpha", alpha)
 
 
 def test_alpha_decides_the_verdict_within_its_range(tmp_path: Path) -> None:
@@ -104,13 +104,13 @@ def test_differing_settings_are_named_before_the_verdict(tmp_path: Path) -> None
     (b / "summary.json").write_text(json.dumps(summary))
     for folder, gpu in ((a, "NVIDIA A100-SXM4-80GB"), (b, "NVIDIA H100 80GB HBM3")):
         (folder / "env.json").write_text(json.dumps({"gpu": {"driver": "580.1", "gpus": [{"name": gpu}]}}))
-    result = run_cli("compare", str(a), str(b))
+    result = run_main("compare", str(a), str(b))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "note: the runs differ in image_size: A 64, B 224"
     assert lines[1] == "note: the runs differ in gpus: A NVIDIA A100-SXM4-80GB, B NVIDIA H100 80GB HBM3"
     assert lines[2].startswith("batch 4: ") and len(lines) == 3
-    same = run_cli("compare", str(a), str(a))
+    same = run_main("compare", str(a), str(a))
     assert not any(line.startswith("note:") for line in same.stdout.splitlines())
 
 
@@ -132,9 +132,9 @@ def test_a_summary_of_the_wrong_shape_is_one_line_naming_the_file(tmp_path: Path
     a = write_run(tmp_path / "a", 4, 0.05 + rng.normal(0, 0.001, 10))
     bad = write_run(tmp_path / "bad", 4, 0.05 + rng.normal(0, 0.001, 10))
     (bad / "summary.json").write_text(json.dumps(summary))
-    assert_one_line_error(run_cli("compare", str(a), str(bad)), str(bad / "summary.json"), fragment)
+    assert_one_line_error(run_main("compare", str(a), str(bad)), str(bad / "summary.json"), fragment)
     (bad / "summary.json").write_text("{not json")
-    assert_one_line_error(run_cli("compare", str(a), str(bad)), str(bad / "summary.json"), "JSONDecodeError")
+    assert_one_line_error(run_main("compare", str(a), str(bad)), str(bad / "summary.json"), "JSONDecodeError")
 
 
 def test_runs_whose_batch_sizes_all_failed_say_so(tmp_path: Path) -> None:
@@ -146,7 +146,7 @@ def test_runs_whose_batch_sizes_all_failed_say_so(tmp_path: Path) -> None:
     run.add(BatchResult.from_row({"batch_size": 4, "status": "oom", "error": "out of memory"}))
     run.add(BatchResult.from_row({"batch_size": 8, "status": "error", "error": "timed out after 5 s"}))
     assert not (failed / "steps.csv").exists()
-    result = run_cli("compare", str(a), str(failed))
+    result = run_main("compare", str(a), str(failed))
     assert result.returncode == 1 and result.stderr == ""
     assert result.stdout.strip() == ("no batch size was measured successfully in both runs "
                                      "(A: 4 ok, 4096 oom; B: 4 oom, 8 error)")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, assert_one_line_error, run_cli
+from tests.conftest import REPO, assert_one_line_error, run_cli, run_main
 from trainbench.data.synth import SynthOptions, synth
 
 
@@ -46,12 +46,12 @@ def test_a_validation_synset_unknown_to_train(data: Path) -> None:
 
 
 def test_a_missing_data_folder(tmp_path: Path) -> None:
-    assert_one_line_error(run_cli("data", "convert", str(tmp_path / "nowhere")), str(tmp_path / "nowhere"),
+    assert_one_line_error(run_main("data", "convert", str(tmp_path / "nowhere")), str(tmp_path / "nowhere"),
                           "no such folder")
 
 
 def test_an_unreadable_synset_names_file(data: Path) -> None:
-    result = run_cli("data", "convert", str(data), "--synset-names", str(data / "names.txt"))
+    result = run_main("data", "convert", str(data), "--synset-names", str(data / "names.txt"))
     assert_one_line_error(result, str(data / "names.txt"), "cannot read")
 
 
@@ -70,7 +70,7 @@ def test_an_unreadable_synset_names_file(data: Path) -> None:
 ])
 def test_bad_options_are_one_line(data: Path, args: list[str], fragments: list[str]) -> None:
     args = [arg.replace("DATA", str(data)) for arg in args]
-    assert_one_line_error(run_cli("data", *args), *fragments)
+    assert_one_line_error(run_main("data", *args), *fragments)
     assert not (data / "TFRecords").exists() and not (data / "new").exists()
 
 
@@ -92,5 +92,5 @@ def test_synth_onto_a_full_disk_is_one_line(tmp_path: Path) -> None:
 
 def test_synth_refuses_a_dangling_link_where_train_goes(tmp_path: Path) -> None:
     (tmp_path / "train").symlink_to(tmp_path / "gone")
-    result = run_cli("data", "synth", "--output", str(tmp_path), "--classes", "1", "--train-per-class", "1")
+    result = run_main("data", "synth", "--output", str(tmp_path), "--classes", "1", "--train-per-class", "1")
     assert_one_line_error(result, str(tmp_path / "train"), "already exists")

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import assert_one_line_error, run_cli, run_main
 from trainbench.analysis import extrap
 from trainbench.analysis.measurements import COLUMNS, GPU_STEP, KERNEL_PREFIX, TRAIN_STEP, collect, gather, run_settings
 from trainbench.analysis.models import Model, check, curve, evaluate, fit, measured, split_out, value_at
@@ -221,18 +221,18 @@ def test_model_command_writes_model_json_plot_and_extrap_files(tmp_path: Path) -
     (["--leave-out", "gpus=x"], ["--leave-out", "'x' is not a number"]),
 ])
 def test_bad_options_are_one_line(tmp_path: Path, args: list[str], fragments: list[str]) -> None:
-    assert_one_line_error(run_cli("model", str(tmp_path), *args), *fragments)
+    assert_one_line_error(run_main("model", str(tmp_path), *args), *fragments)
 
 
 def test_a_folder_without_runs_is_one_line(tmp_path: Path) -> None:
-    assert_one_line_error(run_cli("model", str(tmp_path), "--output", str(tmp_path / "o")), str(tmp_path),
+    assert_one_line_error(run_main("model", str(tmp_path), "--output", str(tmp_path / "o")), str(tmp_path),
                           "no measured batch size")
-    assert_one_line_error(run_cli("model", str(tmp_path / "nope")), "no such folder")
+    assert_one_line_error(run_main("model", str(tmp_path / "nope")), "no such folder")
 
 
 def test_missing_extra_p_is_one_line_saying_how_to_get_it(tmp_path: Path) -> None:
     write_run(tmp_path / "run", {b: [10.0 * b] for b in (2, 4, 8, 16, 32)})
-    done = run_cli("model", str(tmp_path / "run"), "--output", str(tmp_path / "o"),
+    done = run_main("model", str(tmp_path / "run"), "--output", str(tmp_path / "o"),
                    env={extrap.EXTRAP_ENV: str(tmp_path / "no-extrap")})
     assert_one_line_error(done, "no such program")
 
@@ -246,11 +246,11 @@ def test_extrap_failure_names_its_input(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_real_cpu_sweep_of_five_batch_sizes_gives_a_model_and_a_plot(tmp_path: Path) -> None:
-    sweep = run_cli("throughput", "--framework", "torch", "--device", "cpu", "--batch-sizes", "2,4,6,8,12",
+    sweep = run_main("throughput", "--framework", "torch", "--device", "cpu", "--batch-sizes", "2,4,6,8,12",
                     "--image-size", "32", "--num-classes", "10", "--warmup", "2", "--steps", "3", "--repeats", "2",
                     "--output", str(tmp_path / "runs"))
     assert sweep.returncode == 0, sweep.stdout + sweep.stderr
-    done = run_cli("model", str(tmp_path / "runs"), "--metric", "step_time,images_per_sec", "--predict",
+    done = run_main("model", str(tmp_path / "runs"), "--metric", "step_time,images_per_sec", "--predict",
                    "batch_size=16", "--output", str(tmp_path / "models"))
     assert done.returncode == 0, done.stderr
     saved = json.loads((Path(done.stdout.strip().splitlines()[-1]) / "model.json").read_text())
@@ -263,7 +263,7 @@ def test_a_real_cpu_sweep_of_five_batch_sizes_gives_a_model_and_a_plot(tmp_path:
 
 def test_leaving_out_a_point_never_measured_is_one_line(tmp_path: Path) -> None:
     write_run(tmp_path / "run", {b: [10.0 * b] for b in (2, 4, 8, 16, 32)})
-    done = run_cli("model", str(tmp_path / "run"), "--leave-out", "batch_size=3", "--output", str(tmp_path / "o"))
+    done = run_main("model", str(tmp_path / "run"), "--leave-out", "batch_size=3", "--output", str(tmp_path / "o"))
     assert_one_line_error(done, "--leave-out", "no measurement at that point")
 
 
@@ -400,7 +400,7 @@ def test_the_command_names_what_it_left_out_and_writes_no_nan(tmp_path: Path) ->
     run = write_run(tmp_path / "runs" / "run", {b: [b / (0.01 + 0.001 * b)] * 2 for b in (2, 4, 8, 16, 32, 64)})
     _edit(run, 5, "images_per_sec", math.nan)
     _edit(run, 4, "window_images_per_sec", [-1.0, 5.0])
-    done = run_cli("model", str(tmp_path / "runs"), "--output", str(tmp_path / "out"))
+    done = run_main("model", str(tmp_path / "runs"), "--output", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert f"note: 2 results left out (no measurement): the first, {run / 'summary.json'}: results[4]." \

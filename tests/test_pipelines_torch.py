@@ -119,6 +119,7 @@ def test_unreadable_image_in_a_tree_is_named(tmp_path: Path, tree: Path) -> None
         list(torch_pipeline.batches(loader(tmp_path / "tree", False, workers=1)))
 
 
+@pytest.mark.slow  # DataLoader worker processes start (seconds)
 @pytest.mark.parametrize("damage", ["truncate", "flip"])
 def test_corrupt_shard_in_a_worker_is_named(shards: Path, tmp_path: Path, damage: str) -> None:
     folder = tmp_path / "shards"

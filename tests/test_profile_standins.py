@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, assert_one_line_error, run_cli
+from tests.conftest import REPO, assert_one_line_error, run_cli, run_main
 
 STANDINS = Path(__file__).resolve().parent / "standins"
 TOOLS = ("nvidia-smi", "ncu", "nsys", "nvprof")
@@ -252,8 +252,8 @@ def test_counter_permission_refusal_stops_the_sweep_with_both_fixes(tmp_path: Pa
 def test_refusal_is_one_line_and_leaves_no_folder(tmp_path: Path, profiler: str, tools: tuple[str, ...],
                                                   env: dict[str, str], args: list[str], fragments: list[str]) -> None:
     full_env = {**standin_env(tmp_path, tools=tools, keep_path=False), **env}
-    result = run_cli("profile", profiler, *TINY, "--batch-sizes", "2", *args, "--output", str(tmp_path / "out"),
-                     env=full_env)
+    result = run_main("profile", profiler, *TINY, "--batch-sizes", "2", *args, "--output", str(tmp_path / "out"),
+                      env=full_env)
     assert_one_line_error(result, *fragments)
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
     for tool in ("ncu", "nsys", "nvprof"):
@@ -263,7 +263,7 @@ def test_refusal_is_one_line_and_leaves_no_folder(tmp_path: Path, profiler: str,
 def test_nvidia_smi_is_asked_about_the_first_visible_gpu(tmp_path: Path) -> None:
     uuid = "GPU-8a1b2c3d-0000-1111-2222-333344445555"
     env = standin_env(tmp_path, CUDA_VISIBLE_DEVICES=f"{uuid},0")
-    result = run_cli("profile", "nvprof", *TINY, "--batch-sizes", "2", "--output", str(tmp_path), env=env)
+    result = run_main("profile", "nvprof", *TINY, "--batch-sizes", "2", "--output", str(tmp_path), env=env)
     assert_one_line_error(result, "nvprof cannot profile compute capability 9.0 (NVIDIA H100 80GB HBM3")
     assert calls(tmp_path, "nvidia-smi") == [["--query-gpu=name,compute_cap", "--format=csv,noheader", "-i", uuid]]
 

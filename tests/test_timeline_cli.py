@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, assert_one_line_error, run_cli
+from tests.conftest import REPO, assert_one_line_error, run_cli, run_main
 from tests.test_nsys_timeline import GEMM, NCCL, STRINGS, TRAIN_PID, build_export
 from tests.test_profile_standins import calls, standin_env
 from trainbench.analysis.timeline import _literal_prefix
@@ -25,7 +25,7 @@ NO_KERNELS = "nsys_nokernels_martisu_kmeans.sqlite"
 
 
 def timeline_json(*args: str | Path, env: dict[str, str] | None = None) -> dict:
-    result = run_cli("timeline", "--json", *map(str, args), env=env)
+    result = run_main("timeline", "--json", *map(str, args), env=env)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     return json.loads(result.stdout)
@@ -45,7 +45,7 @@ def export(tmp_path: Path) -> Path:
 # --- on the builders' exports -------------------------------------------------------------------------------
 
 def test_text_report_of_a_training_window(export: Path) -> None:
-    result = run_cli("timeline", str(export))
+    result = run_main("timeline", str(export))
     assert result.returncode == 0, result.stderr
     # The numbers of test_nsys_timeline.test_summary_of_a_training_window, as the user reads them.
     assert result.stdout.splitlines() == [
@@ -156,7 +156,7 @@ def test_the_straggler_is_the_rank_that_computes_longest(ranks: tuple[Path, Path
 
 def test_side_by_side_text_names_the_straggler(ranks: tuple[Path, Path]) -> None:
     fast, slow = ranks
-    result = run_cli("timeline", str(fast), str(slow))
+    result = run_main("timeline", str(fast), str(slow))
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.index(f"==> {fast} <==") < out.index(f"==> {slow} <==") < out.index("==> side by side <==")
@@ -173,7 +173,7 @@ def test_a_bad_file_among_several_costs_its_line_and_exit_2(ranks: tuple[Path, P
     fast, _ = ranks
     notes = tmp_path / "notes.sqlite"
     notes.write_text("not a database\n")
-    result = run_cli("timeline", str(fast), str(notes))
+    result = run_main("timeline", str(fast), str(notes))
     assert_one_line_error(result, f"timeline: {notes}: not an SQLite database")
     assert f"==> {fast} <==" in result.stdout
     assert "side by side" not in result.stdout  # one rank left: nothing to compare
@@ -246,7 +246,7 @@ def test_newer_layout_with_nvtx_names_as_string_ids(tmp_path: Path) -> None:
 def test_a_layout_without_what_is_needed_is_refused_naming_it(tmp_path: Path, tables: dict,
                                                               fragments: list[str]) -> None:
     path = _layout(tmp_path / "odd.sqlite", tables)
-    result = run_cli("timeline", str(path))
+    result = run_main("timeline", str(path))
     assert_one_line_error(result, f"trainbench: timeline: {path}: ", *fragments)
     assert result.stdout == ""
 
@@ -277,7 +277,7 @@ def test_real_export_window_of_its_kernel_range(nsys_fixtures: Path) -> None:
 
 def test_real_export_ranges_as_steps(nsys_fixtures: Path) -> None:
     path = nsys_fixtures / f"{FARAZ}.sqlite"
-    result = run_cli("timeline", str(path), "--range", r"Memory Copy (?:H2D|D2H)|Kernel Execution")
+    result = run_main("timeline", str(path), "--range", r"Memory Copy (?:H2D|D2H)|Kernel Execution")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[1] == "window:      15.067 ms, [1488814325, 1503881554) ns, from steps"
@@ -286,7 +286,7 @@ def test_real_export_ranges_as_steps(nsys_fixtures: Path) -> None:
         "  0     0 ns      0        Memory Copy H2D",
         "  1     9.933 ms  1        Kernel Execution",
         "  2     0 ns      0        Memory Copy D2H"]
-    missing = run_cli("timeline", str(path), "--window", "nvtx:step:0")
+    missing = run_main("timeline", str(path), "--window", "nvtx:step:0")
     assert_one_line_error(missing, "no closed NVTX range named 'step:0'", "'Kernel Execution'", "and 1 more")
 
 
@@ -338,7 +338,7 @@ def test_real_export_with_memsets(nsys_fixtures: Path) -> None:
 
 def test_real_export_without_kernels(nsys_fixtures: Path) -> None:
     path = nsys_fixtures / NO_KERNELS
-    assert_one_line_error(run_cli("timeline", str(path)), f"{path}: no CUPTI_ACTIVITY_KIND_KERNEL table",
+    assert_one_line_error(run_main("timeline", str(path)), f"{path}: no CUPTI_ACTIVITY_KIND_KERNEL table",
                           "nsys -t cuda")
 
 
@@ -346,30 +346,30 @@ def test_real_export_without_kernels(nsys_fixtures: Path) -> None:
 def test_truncated_real_export(nsys_fixtures: Path, tmp_path: Path, size: int) -> None:
     truncated = tmp_path / "cut.sqlite"
     truncated.write_bytes((nsys_fixtures / f"{FARAZ}.sqlite").read_bytes()[:size])
-    assert_one_line_error(run_cli("timeline", str(truncated)), f"{truncated}: truncated: ")
+    assert_one_line_error(run_main("timeline", str(truncated)), f"{truncated}: truncated: ")
 
 
 def test_a_profiler_csv_is_not_an_export(shared_fixtures: Path) -> None:
     path = shared_fixtures / "ncu" / "ncu_details_a100_gardenia_gemm.csv"
-    assert_one_line_error(run_cli("timeline", str(path)), f"{path}: not an SQLite database",
+    assert_one_line_error(run_main("timeline", str(path)), f"{path}: not an SQLite database",
                           "nsys export --type sqlite")
 
 
 def test_empty_and_missing_files(tmp_path: Path) -> None:
     empty = tmp_path / "empty.sqlite"
     empty.touch()
-    assert_one_line_error(run_cli("timeline", str(empty)), f"{empty}: empty file")
-    assert_one_line_error(run_cli("timeline", str(tmp_path / "absent.sqlite")), "absent.sqlite: no such file")
+    assert_one_line_error(run_main("timeline", str(empty)), f"{empty}: empty file")
+    assert_one_line_error(run_main("timeline", str(tmp_path / "absent.sqlite")), "absent.sqlite: no such file")
 
 
 def test_report_without_nsys_on_path(nsys_fixtures: Path, tmp_path: Path) -> None:
     report = nsys_fixtures / f"{FARAZ}.nsys-rep"
-    result = run_cli("timeline", str(report), env={"PATH": str(tmp_path)})
+    result = run_main("timeline", str(report), env={"PATH": str(tmp_path)})
     assert_one_line_error(result, f"{report}: an Nsight Systems report", "needs nsys on PATH")
     # Known by its first bytes under any name.
     renamed = tmp_path / "capture.bin"
     renamed.write_bytes(report.read_bytes())
-    assert_one_line_error(run_cli("timeline", str(renamed), env={"PATH": str(tmp_path)}), "needs nsys on PATH")
+    assert_one_line_error(run_main("timeline", str(renamed), env={"PATH": str(tmp_path)}), "needs nsys on PATH")
 
 
 def test_report_is_exported_by_the_nsys_on_path(tmp_path: Path) -> None:
@@ -392,7 +392,7 @@ def test_a_failed_export_is_one_line(tmp_path: Path) -> None:
     nsys.chmod(0o755)
     report = tmp_path / "capture.nsys-rep"
     report.write_bytes(b"NVIDIA Tegra Profiler Report 2025@3@2@474" + bytes(64))
-    result = run_cli("timeline", str(report), env={"PATH": str(tools)})
+    result = run_main("timeline", str(report), env={"PATH": str(tools)})
     assert_one_line_error(result, f"{report}: nsys export failed (ERROR: the report is damaged)")
 
 
@@ -405,15 +405,15 @@ def test_a_failed_export_is_one_line(tmp_path: Path) -> None:
     (["--top", "-1"], ["--top"]),
 ])
 def test_bad_options_are_one_line(export: Path, args: list[str], fragments: list[str]) -> None:
-    assert_one_line_error(run_cli("timeline", str(export), *args), *fragments)
+    assert_one_line_error(run_main("timeline", str(export), *args), *fragments)
 
 
 def test_a_file_given_twice_is_refused(export: Path) -> None:
-    assert_one_line_error(run_cli("timeline", str(export), str(export)), "given more than once", str(export))
+    assert_one_line_error(run_main("timeline", str(export), str(export)), "given more than once", str(export))
 
 
 def test_help_lists_the_command() -> None:
-    result = run_cli("--help")
+    result = run_cli("--help")  # one case in a real process
     assert result.returncode == 0
     assert "timeline" in result.stdout
 
@@ -431,28 +431,28 @@ def test_an_impossible_kernel_row_is_one_line_naming_file_table_and_row(tmp_path
     # Untyped columns keep what was written, as a hand-edited or damaged file may.
     path = _layout(tmp_path / "edited.sqlite", {
         "StringIds": STRINGS_TABLE, "CUPTI_ACTIVITY_KIND_KERNEL": ("start, end, demangledName", rows)})
-    result = run_cli("timeline", str(path))
+    result = run_main("timeline", str(path))
     assert_one_line_error(result, f"trainbench: timeline: {path}: {fragment}")
     assert result.stdout == ""
 
 
 def test_a_window_outside_a_real_capture_is_one_line(nsys_fixtures: Path) -> None:
     path = nsys_fixtures / f"{FARAZ}.sqlite"
-    before = run_cli("timeline", str(path), "--window", "0:1000")
+    before = run_main("timeline", str(path), "--window", "0:1000")
     assert_one_line_error(before, f"{path}: --window 0:1000 lies outside the capture (before the first recorded "
                           "event; its events span [")
     assert before.stdout == ""
-    after = run_cli("timeline", str(path), "--json", "--window", "9000000000000000000:9000000000000000001")
+    after = run_main("timeline", str(path), "--json", "--window", "9000000000000000000:9000000000000000001")
     assert_one_line_error(after, "lies outside the capture (after the last recorded event")
     # Between the first host-to-device copy's end and the second's start nothing ran on the GPU.
-    gap = run_cli("timeline", str(path), "--window", "1490800000:1490900000")
+    gap = run_main("timeline", str(path), "--window", "1490800000:1490900000")
     assert_one_line_error(gap, "--window 1490800000:1490900000 holds no kernel, memcpy or memset time",
                           "the capture's GPU activity spans [1489664547, 1503604097) ns")
 
 
 def test_a_window_past_the_capture_is_cut_and_says_so(nsys_fixtures: Path) -> None:
     path = nsys_fixtures / f"{FARAZ}.sqlite"
-    result = run_cli("timeline", str(path), "--window", f"1492000000:{10**18}")
+    result = run_main("timeline", str(path), "--window", f"1492000000:{10**18}")
     assert result.returncode == 0, result.stderr
     window = result.stdout.splitlines()[1]
     assert window.startswith("window:      ") and window.endswith(
@@ -466,7 +466,7 @@ def test_one_file_whose_window_misses_is_left_out_of_the_comparison(ranks: tuple
                                                                    tmp_path: Path) -> None:
     fast, _ = ranks
     late = _rank(tmp_path / "late.sqlite", [(5100, 5300)], [])  # its kernel runs long after both steps
-    result = run_cli("timeline", str(fast), str(late), "--window", "0:2000")
+    result = run_main("timeline", str(fast), str(late), "--window", "0:2000")
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         f"trainbench: timeline: {late}: --window 0:2000 holds no kernel, memcpy or memset time (the capture's GPU "

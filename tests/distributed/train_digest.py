@@ -1,5 +1,6 @@
 """Run under torchrun by tests/test_distributed.py: train a tiny ResNet-50 a few steps through the torch engine's
-trainer (DDP, gloo) and print this rank's parameter digest before and after, one JSON line."""
+trainer (DDP, gloo) and write this rank's parameter digest before and after to ``digest_<rank>.json`` in the run
+folder (a file per rank: two ranks printing to one pipe can interleave their lines)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,10 @@ def main(run_dir: str) -> None:
     train(config, trainer, Path(run_dir), lambda line: None)
     # Batch norm's running statistics (buffers) are each rank's own until DDP's next forward broadcasts rank 0's:
     # reported apart from the parameters, which DDP's averaged gradients keep identical.
-    print(json.dumps({"rank": int(os.environ["RANK"]), "world": torch.distributed.get_world_size(),
-                      "before": before, "after": digest(list(trainer.model.parameters())),
-                      "buffers": digest(list(trainer.model.buffers()))}), flush=True)
+    rank = int(os.environ["RANK"])
+    (Path(run_dir) / f"digest_{rank}.json").write_text(json.dumps(
+        {"rank": rank, "world": torch.distributed.get_world_size(), "before": before,
+         "after": digest(list(trainer.model.parameters())), "buffers": digest(list(trainer.model.buffers()))}))
 
 
 if __name__ == "__main__":

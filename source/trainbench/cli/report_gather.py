@@ -53,7 +53,7 @@ from trainbench.report.html import render
 from trainbench.report.sections import invalid_items
 from trainbench.report.telemetry_plot import timeline_problems
 from trainbench.results.files import batch_file, in_unfinished_run
-from trainbench.results.records import unstamped
+from trainbench.results.records import is_measurement, unstamped
 from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import DEFAULT_OUTLIER_THRESHOLD, TELEMETRY_DIR, VARIABILITY_FILE
 from trainbench.training.loop import FAILURES_FILE, METRICS_FILE
@@ -110,12 +110,6 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
             yield number, None
 
 
-def _measurement(value: Any) -> bool:
-    """None (not measured) or a finite non-negative number."""
-    return value is None or (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-                             and value >= 0)
-
-
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -143,7 +137,7 @@ def read_run(path: Path) -> Run:
 def _steps_problem(steps: Any) -> str | None:
     if not isinstance(steps, list):
         return f"step_gpu_ms is {steps!r}, not a list"
-    bad = next((i for i, step in enumerate(steps) if step is None or not _measurement(step)), None)
+    bad = next((i for i, step in enumerate(steps) if step is None or not is_measurement(step)), None)
     return None if bad is None else f"step_gpu_ms[{bad}] {_not_measured(steps[bad])}"
 
 
@@ -157,7 +151,7 @@ def _kernels_problem(kernels: Any) -> str | None:
         if not isinstance(kernel, dict):
             return f"top_kernels[{i}] is {kernel!r}, not an object"
         for name in _KERNEL_NUMBERS:
-            if not _measurement(kernel.get(name)):
+            if not is_measurement(kernel.get(name)):
                 return f"top_kernels[{i}].{name} {_not_measured(kernel[name])}"
     return None
 
@@ -229,7 +223,7 @@ def _epoch_problem(row: dict[str, Any]) -> str | None:
             return f"{name} is {value!r}, not a loss (below 0)"
         if name in _FRACTIONS and not 0 <= value <= 1:
             return f"{name} is {value!r}, not a fraction between 0 and 1"
-        if name in _RATES and not _measurement(value):
+        if name in _RATES and not is_measurement(value):
             return f"{name} {_not_measured(value)}"
     return None
 

@@ -38,13 +38,17 @@ def is_measured(name: str) -> bool:
     return base.endswith(MEASURED_SUFFIXES)
 
 
+def is_measurement(value: Any) -> bool:
+    """None (not measured) or a finite non-negative number: what a rate, time or energy may be."""
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+                             and value >= 0)
+
+
 def _acceptable(value: Any) -> bool:
-    """None (not measured) or a finite non-negative number; a list of such numbers."""
-    if value is None:
-        return True
+    """A measurement, or a list of measurements none of which is missing (each window's images/s)."""
     if isinstance(value, list):
-        return all(item is not None and _acceptable(item) for item in value)
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+        return all(item is not None and is_measurement(item) for item in value)
+    return is_measurement(value)
 
 
 class RecordError(ValueError):

@@ -16,7 +16,6 @@ GPU count that is not a finite non-negative number) is left out, and named: ``Ga
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ import pandas as pd
 
 from trainbench.errors import UsageError
 from trainbench.results.files import in_unfinished_run
-from trainbench.results.records import BatchResult, RunSummary, Status
+from trainbench.results.records import BatchResult, RunSummary, Status, is_measurement
 from trainbench.results.store import read_summary
 
 PARAMETERS: tuple[str, ...] = ("batch_size", "gpus", "image_size")
@@ -120,9 +119,7 @@ class _LeftOut(Exception):
 
 
 def _finite(value: Any, where: str, positive: bool = False) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and \
-        (value > 0 if positive else value >= 0)
-    if not ok:
+    if value is None or not is_measurement(value) or (positive and value == 0):
         raise _LeftOut(f"{where} is {value!r}, not a finite {'positive' if positive else 'non-negative'} number")
     return float(value)
 

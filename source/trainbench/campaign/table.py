@@ -67,7 +67,7 @@ from trainbench.campaign.matrix import AXES, NO_PROFILER
 from trainbench.errors import UsageError
 from trainbench.report.table import aligned
 from trainbench.results.files import write_text_atomic
-from trainbench.results.records import BatchResult, RecordError, Status, format_of, is_measured
+from trainbench.results.records import BatchResult, RecordError, Status, format_of, is_measured, is_measurement
 from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import TELEMETRY_VALUES
 
@@ -256,18 +256,14 @@ def _window_rates(result: BatchResult) -> list[Any]:
     return [] if overall is None else [overall]
 
 
-def _measurement(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-
-
 def _shown(name: str, value: Any) -> Any:
     """An invalid result's value as its cell: a measured value that is no measurement is left empty (the error
     names it), so that the column stays numeric; a list item by item."""
     if not is_measured(name) or value is None:
         return value
     if isinstance(value, list):
-        return [item if _measurement(item) else None for item in value]
-    return value if _measurement(value) else None
+        return [item if is_measurement(item) else None for item in value]
+    return value if is_measurement(value) else None
 
 
 def _cleared(result: BatchResult) -> BatchResult:

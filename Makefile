@@ -37,8 +37,10 @@ lint-shell: $(STAMP)
 	$(BIN)/hadolint docker/Dockerfile
 	$(BIN)/shellcheck -x $(SHELL_SCRIPTS)
 
+# mypy reads its settings (files, Python version, untyped third-party modules) from pyproject.toml.
 lint: lint-shell $(STAMP)
 	$(BIN)/ruff check source tests benchmarks Core-Utilization-Analyzer docker
+	$(BIN)/mypy
 
 # `make test`: lint, then every test (what CI's .ci/run calls). `make test-fast`: lint, then all but the tests marked
 # slow (end-to-end CLI runs and workers, ResNet-50, training, the adversarial table, real images): every module's

@@ -29,6 +29,7 @@ from trainbench.config import (
     ProfileConfig,
     TrainConfig,
     bench_config_from_dict,
+    choice,
     field_default,
     float_problem,
     int_problem,
@@ -66,6 +67,13 @@ def test_field_default_reads_plain_defaults_and_factories() -> None:
         field_default(TrainConfig, "model")  # required: no default to offer
     with pytest.raises(LookupError):
         field_default(TrainConfig, "no_such_field")
+
+
+def test_choice_types_a_known_name_and_refuses_any_other_in_one_line() -> None:
+    assert choice("device", "cuda", DEVICES) == "cuda"
+    for wrong in ("tpu", "CUDA", None, 1):
+        with pytest.raises(UsageError, match=r"^unknown device .+: choose one of auto, cpu, cuda$"):
+            choice("device", wrong, DEVICES)
 
 
 def test_train_command_defaults_are_train_configs() -> None:

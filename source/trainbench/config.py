@@ -11,7 +11,7 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from trainbench.errors import UsageError
 from trainbench.results.records import unstamped
@@ -57,7 +57,7 @@ def int_problem(value: Any, minimum: int = 1, maximum: int = MAX_COUNT) -> str |
     """What is wrong with a whole number given for a setting, or None when it is one within [minimum, maximum].
 
     Anything but an integer (a float, a string or a bool from a hand-edited JSON file) is a problem too."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and minimum <= value <= maximum:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and minimum <= int(value) <= maximum:
         return None
     return f"must be a whole number from {minimum} to {maximum}, got {value!r}"
 
@@ -67,8 +67,9 @@ def float_problem(value: Any, minimum: float, maximum: float = math.inf, *, abov
     """What is wrong with a number given for a setting, or None when it is finite and within the bounds
     (``above``/``below``: the bound itself is excluded). NaN compares false to everything, so it is caught here."""
     if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
-        low_ok = value > minimum if above else value >= minimum
-        high_ok = value < maximum if below else value <= maximum
+        number = float(value)  # the numbers ABCs declare no comparison with a float
+        low_ok = number > minimum if above else number >= minimum
+        high_ok = number < maximum if below else number <= maximum
         if low_ok and high_ok:
             return None
     bounds = [f"{'above' if above else 'at least'} {minimum:g}"]
@@ -96,6 +97,15 @@ def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
     """An unknown name is a UsageError: "unknown framework 'mxnet': choose one of tf, torch"."""
     if not (isinstance(value, str) and value in allowed):
         raise UsageError(f"unknown {name} {value!r}: choose one of {', '.join(allowed)}")
+
+
+Choice = TypeVar("Choice", bound=str)
+
+
+def choice(name: str, value: Any, allowed: tuple[Choice, ...]) -> Choice:
+    """``value`` checked by check_choice, typed as one of ``allowed`` (a Literal): for plain strings from outside."""
+    check_choice(name, value, allowed)
+    return value
 
 
 def field_default(config_class: type, name: str) -> Any:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from trainbench.bench.sweep import measure_throughput
 from trainbench.cli.report_gather import write_report
-from trainbench.config import BenchConfig, ModelConfig
+from trainbench.config import BenchConfig, Framework, ModelConfig
 from trainbench.data.convert import ConvertOptions, convert
 from trainbench.data.synth import SynthOptions, synth
 from trainbench.report.plot import plot_throughput
@@ -26,10 +27,10 @@ CLASSES, TRAIN_PER_CLASS, VAL_PER_CLASS = 4, 16, 4
 BATCH_SIZES = (1, 2, 4)
 WARMUP_STEPS = 2
 TIMED_STEPS = 6
-FRAMEWORKS = ("torch", "tf")
+FRAMEWORKS: tuple[Framework, ...] = ("torch", "tf")
 
 
-def demo_configs(framework: str, data: Path) -> list[BenchConfig]:
+def demo_configs(framework: Framework, data: Path) -> list[BenchConfig]:
     model = ModelConfig(framework=framework, device="cpu", precision="fp32", image_size=224, num_classes=CLASSES)
     return [BenchConfig(model=model, batch_size=size, warmup_steps=WARMUP_STEPS, steps=TIMED_STEPS, data=str(data))
             for size in BATCH_SIZES]
@@ -54,14 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = create_run_dir(Path(args.output), "demo")
     records = prepare_data(root)
-    series = {}
+    series: dict[str, list[dict[str, Any]]] = {}
     for framework in FRAMEWORKS:
         configs = demo_configs(framework, records)
         series[framework] = measure_throughput(configs, root / "runs", lambda line: print(line, flush=True)).rows()
     plot_throughput(series, root / "throughput.png", "ResNet-50 training on the CPU, fp32, TFRecords input")
     lines = []
-    for framework, results in series.items():
-        lines += [f"== {framework} ==", format_table(results), ""]
+    for name, results in series.items():
+        lines += [f"== {name} ==", format_table(results), ""]
     (root / "report.txt").write_text("\n".join(lines))
     print("\n".join(lines))
     print(f"plot: {root / 'throughput.png'}")

@@ -18,7 +18,7 @@ import math
 import operator
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -360,7 +360,7 @@ def check(model: Model, held: pd.DataFrame) -> Model:
     return replace(model, checks=checks)
 
 
-def fit(points: pd.DataFrame, parameters: list[str], metrics: list[str], *, requests: list[dict[str, float]] = (),
+def fit(points: pd.DataFrame, parameters: list[str], metrics: list[str], *, requests: Sequence[dict[str, float]] = (),
         strong_scaling: bool = False, keep: Path | None = None) -> list[Model]:
     """Models of ``metrics`` over ``parameters`` for every group of the measurements; ``keep``: a folder for
     Extra-P's input and experiment files (else they are temporary). A value that is no measurement, or a
@@ -408,7 +408,7 @@ def curve(model: Model, samples: int = 60) -> pd.DataFrame:
     """The model along its first parameter (geometric steps over the measured range, stretched to cover the
     predictions), one line per measured value of the second: its parameters and ``value`` (where finite)."""
     first, *rest = model.parameters
-    values = model.points[first] + [p.at[first] for p in [*model.predictions, *model.checks]]
+    values = model.points[first] + [p.at[first] for p in model.predictions] + [c.at[first] for c in model.checks]
     low, high = min(values), max(values)
     xs = [low * (high / low) ** (i / (samples - 1)) for i in range(samples)] if low > 0 else \
         [low + (high - low) * i / (samples - 1) for i in range(samples)]

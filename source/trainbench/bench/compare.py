@@ -112,7 +112,7 @@ def _flat_settings(run: Run) -> dict[str, Any]:
     model = run.header.get("model")
     if isinstance(model, dict):
         settings.update({f"model.{key}": value for key, value in model.items() if key not in SETTINGS})
-    gpu = run.env.get("gpu") if isinstance(run.env.get("gpu"), dict) else {}
+    gpu = found if isinstance(found := run.env.get("gpu"), dict) else {}
     gpus = [g.get("name") for g in gpu.get("gpus", []) if isinstance(g, dict)]
     settings["gpus"] = ", ".join(str(name) for name in gpus) or "none"
     for key in ("driver",):

@@ -12,7 +12,7 @@ rate (``INPUT_HEADROOM``): such a run measures the input pipeline at least as mu
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +64,7 @@ class InputBench:
         check("seed", int_problem(self.seed, 0, MAX_SEED))
 
 
-def _tf_batches(source: DataSource, bench: InputBench) -> Iterator[Any]:
+def _tf_batches(source: DataSource, bench: InputBench) -> Generator[Any, None, None]:
     files = tfrecords_only(source).train  # before TensorFlow is imported: seconds saved on a refusal
     from trainbench.data import tf_pipeline  # only in TensorFlow processes: torch must not follow it
 
@@ -73,7 +73,7 @@ def _tf_batches(source: DataSource, bench: InputBench) -> Iterator[Any]:
         yield from dataset
 
 
-def _torch_batches(source: DataSource, bench: InputBench) -> Iterator[Any]:
+def _torch_batches(source: DataSource, bench: InputBench) -> Generator[Any, None, None]:
     import torch
 
     from trainbench.data import gpu_pipeline, torch_pipeline

@@ -63,8 +63,8 @@ def _telemetry(results: Sequence[BatchResult], images: int) -> dict[str, Any]:
         values = [result.values.get(name) for result in results]
         merged[name] = None if any(value is None for value in values) else sum(values)
     for name in _WORST:
-        values = [v for result in results if (v := result.values.get(name)) is not None]
-        merged[name] = max(values) if values else None
+        known = [v for result in results if (v := result.values.get(name)) is not None]
+        merged[name] = max(known) if known else None
     clocks = sorted(v for result in results if (v := result.values.get("sm_clock_median_mhz")) is not None)
     merged["sm_clock_median_mhz"] = statistics.median(clocks) if clocks else None  # the median rank's median
     energy = merged["energy_j"]

@@ -98,6 +98,7 @@ def run_worker(config: BenchConfig, run: RunStore, timeout_s: float | None = Non
                                      start_new_session=True)
             returncode = child.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            assert child is not None  # only wait() times out, and Popen had returned
             stop_child(child)
             result = BatchResult.failed(batch, Status.ERROR, f"timed out after {timeout_s} s")
             run.add(result)

@@ -76,6 +76,7 @@ from trainbench.config import (
     ModelConfig,
     ProfileConfig,
     check_choice,
+    choice,
     field_default,
     float_problem,
     int_problem,
@@ -488,7 +489,8 @@ def _step_problem(value: Callable[[str], Any]) -> str | None:
     try:
         ModelConfig(framework=value("framework"), precision=value("precision"), device=value("device"),
                     compile=compiled is not False, cuda_graph=value("cuda_graph"),
-                    compile_mode=compiled if isinstance(compiled, str) else "default")
+                    compile_mode=choice("compile mode", compiled, COMPILE_MODES) if isinstance(compiled, str)
+                    else "default")
     except UsageError as error:
         return str(error)
     data = None if value("data") == SYNTHETIC else value("data")

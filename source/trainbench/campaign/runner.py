@@ -51,6 +51,7 @@ from trainbench.errors import UsageError
 from trainbench.profile.run import run_profile
 from trainbench.results.files import ABANDONED, IN_PROGRESS, REFUSED, write_json_atomic
 from trainbench.results.records import format_of, unstamped
+from trainbench.results.store import RunStore
 
 LOCK_FILE = ".campaign.lock"
 Echo = Callable[[str], None]
@@ -263,6 +264,7 @@ def _measure(matrix: Matrix, run: PlannedRun, path: Path, echo: Echo) -> int:
     configs = _on_this_machine(bench_configs(matrix, run.experiment))
     settings = matrix.settings
     window = configs[0].profile
+    store: RunStore
     if window is not None:
         store = run_profile(window, configs, path, echo, timeout_s=settings.timeout,
                             clock_control=settings.clock_control)

@@ -511,8 +511,9 @@ def _scaling_efficiency(groups: list[tuple[Any, dict[str, Any], Any, int | None]
     single = {setting: row["images_per_sec_median"] for _, row, setting, gpus in groups if gpus == 1}
     for _, row, setting, gpus in groups:
         reference = single.get(setting)
-        ok = gpus is not None and reference and not pd.isna(reference) and not pd.isna(row["images_per_sec_median"])
-        row["scaling_efficiency"] = row["images_per_sec_median"] / (gpus * reference) if ok else None
+        measured = row["images_per_sec_median"]
+        row["scaling_efficiency"] = (measured / (gpus * reference) if gpus is not None and reference
+                                     and not pd.isna(reference) and not pd.isna(measured) else None)
 
 
 def _number(value: Any, digits: int) -> str:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 DEFAULT_OUTPUT = "campaign_data"
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("campaign", help="run a matrix of benchmark configurations, repeated",
                                    description="Run every configuration of a YAML matrix, repeated and "
                                    "interleaved, into one campaign folder with one tidy results.csv.")
@@ -28,7 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     _add_summary(commands)
 
 
-def _add_run(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_run(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "run", help="run (or resume) a campaign",
         description="Run every planned run of MATRIX that has not finished in the campaign folder: the same command "
@@ -53,7 +53,7 @@ def _add_run(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     parser.set_defaults(run=run, trailing_positionals="overrides")
 
 
-def _add_summary(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_summary(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("summary", help="medians and spread per configuration over repetitions",
                                  description="Images/s per configuration and batch size over the repetitions of "
                                  "a campaign folder: median, min, max, spread and coefficient of variation.")

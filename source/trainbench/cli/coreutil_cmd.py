@@ -33,7 +33,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
 _DESCRIPTION = "Average FMA, FP16, Tensor Core and SFU utilization of Nsight Compute (or nvprof) CSV profiles."
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``coreutil`` subcommand to the project's CLI."""
     parser = subparsers.add_parser("coreutil", help="core utilization from ncu/nvprof CSVs", description=_DESCRIPTION)
     _add_options(parser)

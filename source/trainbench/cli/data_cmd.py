@@ -23,7 +23,7 @@ def _size(text: str) -> tuple[int, int]:
     return int(width), int(height)
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add ``data`` and its subcommands to the project's CLI."""
     parser = subparsers.add_parser("data", help="prepare ImageNet as TFRecords (convert, valprep, verify, synth)",
                                    description="Prepare ImageNet, or a generated stand-in, as TFRecord shards.")
@@ -38,7 +38,7 @@ def _add_workers(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=whole_number(1, 1024), metavar="N", help="processes (default: all cores)")
 
 
-def _add_convert(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_convert(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "convert", help="ImageNet folder -> TFRecord shards",
         description="Convert <data dir>/train/<synset>/* and val/<synset>/* (with boxes from Annotation/) into "
@@ -59,7 +59,7 @@ def _add_convert(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     parser.set_defaults(run=run_convert)
 
 
-def _add_valprep(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_valprep(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "valprep", help="sort a flat val/ folder into synset folders",
         description="Move each validation image into <val dir>/<synset>/ by the ground truth: Kaggle's "
@@ -76,7 +76,7 @@ def _add_valprep(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     parser.set_defaults(run=run_valprep)
 
 
-def _add_verify(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_verify(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "verify", help="read and check every record of a TFRecord folder",
         description="Check every shard: checksums, record schema, labels, JPEGs that decode to their declared "
@@ -88,7 +88,7 @@ def _add_verify(commands: argparse._SubParsersAction) -> None:  # type: ignore[t
     parser.set_defaults(run=run_verify)
 
 
-def _add_synth(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_synth(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "synth", help="write a small generated ImageNet-layout tree of JPEG files",
         description="Write train/<synset>/*.JPEG, val/<synset>/*.JPEG, Annotation/ boxes and "

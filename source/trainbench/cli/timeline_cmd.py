@@ -59,7 +59,7 @@ def _range_pattern(text: str) -> str:
     return text
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``timeline`` subcommand to the project's CLI."""
     parser = subparsers.add_parser("timeline", help="GPU busy time, steps and kernels of nsys exports",
                                    description=_DESCRIPTION)

@@ -19,7 +19,7 @@ DEFAULT_OUTPUT = "variability_data"
 THRESHOLD = real_number(0.0, 1.0, above=True, below=True)
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("variability", help="compare the GPUs of a node on one configuration",
                                    description="Run one throughput configuration on each visible GPU, with "
                                    "repetitions, and report how the GPUs differ (images/s, clocks, power, "

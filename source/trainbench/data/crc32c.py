@@ -98,7 +98,7 @@ def crc32c_numpy(data: bytes | memoryview) -> int:
         registers = _advance(_ADVANCE[level], registers[0::2]) ^ registers[1::2]
         level += 1
     # The initial value 0xFFFFFFFF, carried through the whole (unpadded) length, enters linearly.
-    initial = np.uint32(0xFFFFFFFF)
+    initial = np.array(0xFFFFFFFF, np.uint32)  # 0-d: _advance takes arrays
     for bit in range(size.bit_length()):
         if size >> bit & 1:
             initial = _advance(_ADVANCE[bit], initial)

@@ -152,7 +152,7 @@ def decode_batch(batch: EncodedBatch, device: str) -> list[torch.Tensor]:
         for i, image in zip(jpeg_at, _decode_jpegs([payloads[i] for i in jpeg_at],
                                                    [batch.names[i] for i in jpeg_at], device), strict=True):
             images[i] = image
-    return images  # type: ignore[return-value] - every position is filled above
+    return images  # type: ignore[return-value]  # every position is filled above
 
 
 def _decode_jpegs(payloads: list[torch.Tensor], names: list[str], device: str) -> list[torch.Tensor]:

@@ -71,7 +71,7 @@ def _accepts(accept: Callable[[bytes], Any], head: bytes) -> bool:
 def _signatures() -> dict[str, Callable[[bytes], Any]]:
     """Format name -> signature test, for each format Pillow opens that has one."""
     Image.init()
-    return {name: Image.OPEN[name][1] for name in Image.ID if Image.OPEN[name][1] is not None}
+    return {name: accept for name in Image.ID if (accept := Image.OPEN[name][1]) is not None}
 
 
 def _open_header(data: bytes) -> Image.Image:

@@ -185,7 +185,7 @@ def _class_files(split: str, folder: os.DirEntry[str], skipped: list[Skipped]) -
 
 def _annotation_index(folder: Path) -> frozenset[str]:
     """Relative paths of every XML file under Annotation/ (one walk, instead of a lookup per image)."""
-    found = set()
+    found: set[str] = set()
     for directory, _, names in os.walk(folder):
         base = PurePosixPath(ANNOTATION, Path(directory).relative_to(folder).as_posix())
         found.update(str(base / name) for name in names if name.lower().endswith(".xml"))

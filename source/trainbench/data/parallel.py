@@ -50,7 +50,7 @@ def context() -> BaseContext:
     return multiprocessing.get_context("fork" if forkable else "spawn")
 
 
-def counter() -> Synchronized:  # type: ignore[type-arg]
+def counter() -> Synchronized:
     """A count shared with the workers, for the progress bar."""
     try:
         return context().Value("q", 0)

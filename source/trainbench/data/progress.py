@@ -35,7 +35,7 @@ def _clock(seconds: float) -> str:
 class Progress:
     """Context manager drawing the bar from a shared counter while the work runs."""
 
-    def __init__(self, label: str, total: int | None, count: Synchronized,  # type: ignore[type-arg]
+    def __init__(self, label: str, total: int | None, count: Synchronized,
                  stream: TextIO | None = None) -> None:
         self.label, self.total, self.count = label, total, count
         self.stream = stream or sys.stderr
@@ -65,7 +65,7 @@ class Progress:
     def _draw(self) -> None:
         # Read without the counter's lock: a worker killed while holding it (SIGKILL) would block this thread,
         # and with it the command's exit, forever. A display can do with a value a moment old.
-        done = self.count.get_obj().value  # type: ignore[attr-defined]
+        done = self.count.get_obj().value
         line = format_progress(self.label, done, self.total, time.perf_counter() - self._start)
         self.stream.write(f"\r{line}")
         self.stream.flush()

@@ -52,7 +52,7 @@ def _header(number: int, length: int) -> bytes:
 
 
 def bytes_feature(values: Sequence[bytes]) -> Parts:
-    parts = []
+    parts: Parts = []
     for value in values:
         parts += (_header(1, len(value)), value)
     return [_header(_BYTES_LIST, sum(map(len, parts))), *parts]

@@ -100,7 +100,7 @@ def _shuffled(items: Iterator[tuple[Path, int, bytes]], size: int,
             index = int(rng.integers(len(buffer)))
             buffer[index], buffer[-1] = buffer[-1], buffer[index]
             yield buffer.pop()
-    rng.shuffle(buffer)  # type: ignore[arg-type] - numpy shuffles any mutable sequence in place
+    rng.shuffle(buffer)  # numpy shuffles any mutable sequence in place
     yield from buffer
 
 
@@ -147,7 +147,7 @@ def _read_image(path: str) -> Image.Image:
     return decode(data, path)
 
 
-def image_folder(root: Path, transform: Transform) -> Dataset:
+def image_folder(root: Path, transform: Transform) -> torchvision.datasets.ImageFolder:
     try:
         return torchvision.datasets.ImageFolder(str(root), transform=transform, loader=_read_image)
     except FileNotFoundError as error:  # a class folder without images

@@ -55,12 +55,13 @@ def verify(folder: Path, workers: int | None = None, decode: bool = True, stream
     if not files:
         raise UsageError(f"{folder}: no TFRecord shards (train-NNNNN-of-NNNNN, validation-NNNNN-of-NNNNN)")
     manifest = load_manifest(folder) or {}
-    listed = manifest.get("shards") if isinstance(manifest.get("shards"), dict) else {}
+    listed = shards if isinstance(shards := manifest.get("shards"), dict) else {}
     synsets = manifest.get("synsets")
     synsets = synsets if isinstance(synsets, list) and all(isinstance(name, str) for name in synsets) else None
     report = VerifyReport(folder, shards=len(files), problems=_missing_shards(folder, files, listed))
     counts = [entry.get("records") for entry in listed.values() if isinstance(entry, dict)]
-    total = sum(counts) if len(counts) == len(files) and all(isinstance(n, int) for n in counts) else None
+    whole = [n for n in counts if isinstance(n, int)]
+    total = sum(whole) if len(whole) == len(counts) == len(files) else None
     done = counter()
     tasks = [(path, len(synsets) if synsets else None, decode) for path in files]
     try:
@@ -166,7 +167,7 @@ def _check_record(payload: bytes, num_classes: int | None, decode: bool, synset_
     name = _text(features, "image/filename") or "unnamed"
     label, synset = features["image/class/label"][0], _text(features, "image/class/synset")
     if not isinstance(label, int) or label < 1 or (num_classes is not None and label > num_classes):
-        return f"({name}) label {label} outside 1..{num_classes or 'N'}"
+        return f"({name}) label {label!r} outside 1..{num_classes or 'N'}"
     if synset_labels.setdefault(synset, label) != label:
         return f"({name}) synset {synset} with label {label}, earlier {synset_labels[synset]}"
     problem = _check_image(features, decode)
@@ -193,5 +194,5 @@ def _check_image(features: dict[str, Feature], decode: bool) -> str | None:
     except Exception as error:  # noqa: BLE001 -- Pillow raises many kinds on corrupt data: a finding, not a crash
         return f"image does not decode ({error})"
     if image.size != declared:
-        return f"declared {declared[0]}x{declared[1]}, the JPEG is {image.width}x{image.height}"
+        return f"declared {declared[0]!r}x{declared[1]!r}, the JPEG is {image.width}x{image.height}"
     return None

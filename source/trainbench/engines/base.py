@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple, Protocol
 
-from trainbench.config import DEVICES, BenchConfig, TrainConfig, check_choice
+from trainbench.config import DEVICES, BenchConfig, Device, TrainConfig, choice
 from trainbench.errors import UsageError
 from trainbench.telemetry.nvml import visible_gpu_count
 from trainbench.training.trainer import Trainer
@@ -47,18 +47,18 @@ class Engine(Protocol):
 # --- rules shared by the engines (and the command line) ---------------------------------------------------------
 
 
-def resolve_device(requested: str, gpu_count: int, seen_by: str) -> str:
+def resolve_device(requested: str, gpu_count: int, seen_by: str) -> Device:
     """'auto' -> 'cuda' when ``seen_by`` (a framework, the driver) sees a GPU, else 'cpu'; 'cuda' without a GPU and
     an unknown name are UsageErrors."""
-    check_choice("device", requested, DEVICES)
-    if requested == "auto":
+    device = choice("device", requested, DEVICES)
+    if device == "auto":
         return "cuda" if gpu_count > 0 else "cpu"
-    if requested == "cuda" and gpu_count <= 0:
+    if device == "cuda" and gpu_count <= 0:
         raise UsageError(f"--device cuda: {seen_by} sees no GPU; use --device cpu or auto")
-    return requested
+    return device
 
 
-def resolve_device_here(requested: str) -> str:
+def resolve_device_here(requested: str) -> Device:
     """The device as the driver offers it on this machine (NVML, after CUDA_VISIBLE_DEVICES), before any framework
     loads: for the command line and for each run of a campaign (on the node it runs on)."""
     gpus = visible_gpu_count() if requested in ("auto", "cuda") else 0  # NVML only where the answer needs it
@@ -80,11 +80,11 @@ class Span(NamedTuple):
     """Consecutive examples of the learnable synthetic set (``trainbench.data.synthetic.learnable_examples``)."""
 
     start: int
-    count: int
+    size: int
 
 
 def synthetic_split(config: TrainConfig) -> tuple[Span, Span]:
     """The training and the evaluation examples of the synthetic set. Evaluation takes the indices right after the
     training ones: the same seed, hence the same class colours, but never an example trained on."""
     train = Span(0, config.synthetic_train_examples)
-    return train, Span(train.count, config.synthetic_eval_examples)
+    return train, Span(train.size, config.synthetic_eval_examples)

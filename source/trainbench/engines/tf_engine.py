@@ -408,7 +408,7 @@ def _synthetic_datasets(config: TrainConfig, global_batch: int) -> tuple[tf.data
     eval_set = learnable_examples(*eval_span, model.image_size, model.num_classes, model.seed)
     train_data = (
         tf.data.Dataset.from_tensor_slices(train_set)
-        .shuffle(train_span.count, seed=model.seed, reshuffle_each_iteration=True)
+        .shuffle(train_span.size, seed=model.seed, reshuffle_each_iteration=True)
         .repeat()
         # Full batches only (static shapes, even split over replicas); a batch may straddle two passes.
         .batch(global_batch, drop_remainder=True)

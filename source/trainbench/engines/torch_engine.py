@@ -315,8 +315,8 @@ class _Trainer:
         self._seed = model.seed
         self._pass, self._cursor = 0, 0
         self._real_data = config.data is not None
-        if self._real_data:
-            self._init_real_data(config)
+        if config.data is not None:
+            self._init_real_data(config, config.data)
         else:
             self._init_synthetic_data(config)
         self._loss_sum = torch.zeros((), device=device)
@@ -326,14 +326,14 @@ class _Trainer:
     def _init_synthetic_data(self, config: TrainConfig) -> None:
         model, device = config.model, self._device
         train_span, eval_span = synthetic_split(config)
-        eval_n = eval_span.count
+        eval_n = eval_span.size
 
         def examples(start: int, count: int) -> tuple[torch.Tensor, ...]:
             arrays = learnable_examples(start, count, model.image_size, model.num_classes, model.seed)
             return _on_device(*arrays, device, model.channels_last)
 
         self._train, self._eval = examples(*train_span), examples(*eval_span)
-        self.steps_per_epoch = steps_for(train_span.count, config.batch_size, config.steps_per_epoch)
+        self.steps_per_epoch = steps_for(train_span.size, config.batch_size, config.steps_per_epoch)
         self.eval_steps = steps_for(eval_n, config.batch_size, config.eval_steps)
         # With the default eval_steps every evaluation example is seen once; a larger count cycles the set.
         self._eval_total = config.eval_steps * config.batch_size if config.eval_steps else eval_n
@@ -341,10 +341,10 @@ class _Trainer:
         # position in the stream (pass, cursor) is all a checkpoint needs to resume the same batches.
         self._order = self._permutation(0)
 
-    def _init_real_data(self, config: TrainConfig) -> None:
+    def _init_real_data(self, config: TrainConfig, data: str) -> None:
         """Training on the data folder's training split, evaluation on its validation split (train-*/validation-*
         shards or train/ and val/ trees); epochs and evaluation passes as long as the splits unless given."""
-        source = open_source(config.data)
+        source = open_source(data)
 
         def loader(train: bool) -> torch.utils.data.DataLoader:
             return _loader(source, self._local_batch, config.model, self._device, train, config.loader, self._rank,

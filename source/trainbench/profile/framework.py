@@ -120,7 +120,7 @@ def trace_dir_for(run_dir: Path, batch_size: int) -> Path:
 class FrameworkProfiler:
     """torch or tf as a profiler of the run: in the worker's own process, so no command is wrapped around it."""
 
-    summary_fields = ("trace", "top_operator")
+    summary_fields: tuple[str, ...] = ("trace", "top_operator")
     plot_fields: tuple[tuple[str, str], ...] = ()
     plot_ylabel = ""
 

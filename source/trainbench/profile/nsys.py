@@ -59,9 +59,9 @@ def read_timeline_summary(run_dir: Path, batch_size: int) -> dict[str, Any] | No
 
 class Nsys:
     name = "nsys"
-    summary_fields = ("gpu_busy_fraction", "window_ms", "steps", "step_gpu_ms_median", "memcpy_ms", "kernels",
-                      "top_kernel")
-    plot_fields = (("GPU busy (kernels merged across streams)", "gpu_busy_fraction"),)
+    summary_fields: tuple[str, ...] = ("gpu_busy_fraction", "window_ms", "steps", "step_gpu_ms_median", "memcpy_ms",
+                                       "kernels", "top_kernel")
+    plot_fields: tuple[tuple[str, str], ...] = (("GPU busy (kernels merged across streams)", "gpu_busy_fraction"),)
     plot_ylabel = "fraction of the profiled window"
 
     def __init__(self) -> None:

@@ -19,8 +19,8 @@ LAST_SUPPORTED = (8, 0)  # first compute capability nvprof refuses
 
 class Nvprof:
     name = "nvprof"
-    summary_fields = ("kernels", "gpu_busy_fraction", "window_ms", "nvvp", "gpu_trace")
-    plot_fields = (("GPU busy (kernels)", "gpu_busy_fraction"),)
+    summary_fields: tuple[str, ...] = ("kernels", "gpu_busy_fraction", "window_ms", "nvvp", "gpu_trace")
+    plot_fields: tuple[tuple[str, str], ...] = (("GPU busy (kernels)", "gpu_busy_fraction"),)
     plot_ylabel = "fraction of the traced time"
 
     def __init__(self) -> None:

@@ -36,7 +36,7 @@ def profile_run(config: BenchConfig, runner: StepRunner) -> BatchResult:
           f"{window.stop_iteration - 1}", flush=True)
     model = config.model
     recorder = WindowRecorder()
-    hooks = [recorder, CaptureHooks(markers_for(model.framework, model.device)),
+    hooks: list[WindowHooks] = [recorder, CaptureHooks(markers_for(model.framework, model.device)),
              *framework_hooks(window, model.framework, model.device)]
     timing = profile_window(runner, window, hooks)
     return BatchResult(config.batch_size, Status.OK, None, {

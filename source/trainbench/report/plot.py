@@ -10,6 +10,7 @@ from trainbench.results.records import Status
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from matplotlib.typing import ColorType
 
 Results = Sequence[dict[str, Any]]
 
@@ -88,7 +89,7 @@ def _marks_text(marks: list[tuple[str, str]]) -> str:
 
 
 def _error_bars(axes: Any, drawn: Results, x: list[int], y: list[float], spread: tuple[str, str],
-                color: str) -> None:
+                color: ColorType) -> None:
     """low..high around each point that has both; a point without them gets no bar (one window: no spread), nor
     one whose low..high does not hold it (a file edited by hand: a bar would point the wrong way)."""
     low, high = spread

@@ -103,13 +103,13 @@ def absent(key: str, title: str, why: str) -> Section:
 
 
 def _gpus(env: dict[str, Any]) -> list[dict[str, Any]]:
-    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
-    gpus = gpu.get("gpus") if isinstance(gpu.get("gpus"), list) else []
+    gpu = found if isinstance(found := env.get("gpu"), dict) else {}
+    gpus = listed if isinstance(listed := gpu.get("gpus"), list) else []
     return [each for each in gpus if isinstance(each, dict)]
 
 
 def _environment_fields(env: dict[str, Any]) -> dict[str, Any]:
-    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
+    gpu = found if isinstance(found := env.get("gpu"), dict) else {}
     command = env.get("command")
     names = [str(g.get("name")) for g in _gpus(env) if g.get("name")]
     fields = {
@@ -126,7 +126,7 @@ def _environment_fields(env: dict[str, Any]) -> dict[str, Any]:
         "GPU driver": gpu.get("driver"),
         "CUDA driver": gpu.get("cuda_driver"),
     }
-    framework = env.get("framework") if isinstance(env.get("framework"), dict) else {}
+    framework = found if isinstance(found := env.get("framework"), dict) else {}
     for name, value in framework.items():  # what the workers' framework reported
         fields[name if name not in fields else f"framework: {name}"] = value
     return fields
@@ -380,7 +380,7 @@ def telemetry_section(data: ReportData) -> Section:
     title = "GPU telemetry"
     parts = [part for part in [*map(_run_telemetry, data.runs), *map(_campaign_telemetry, data.campaigns)] if part]
     if not parts:
-        notes = {row.get("telemetry_note") for run in data.runs for row in run.rows if row.get("telemetry_note")}
+        notes = {note for run in data.runs for row in run.rows if (note := row.get("telemetry_note"))}
         why = f" Recorded: {'; '.join(sorted(notes))}." if notes else ""
         return absent("telemetry", title, "No GPU telemetry in the runs found: energy, power and clocks are read "
                       f"from NVML during runs on a GPU.{why}")
@@ -580,7 +580,7 @@ _CURVES = ("epoch", "train_loss", "eval_loss", "eval_top1", "eval_top5", "train_
 
 def training_label(training: Training) -> str:
     config = training.config or {}
-    model = config.get("model") if isinstance(config.get("model"), dict) else {}
+    model = found if isinstance(found := config.get("model"), dict) else {}
     facts = [model.get("framework"), model.get("precision"), f"batch {config.get('batch_size')}" if config else None,
              f"{config.get('epochs')} epochs planned" if config else None,
              f"data {Path(str(config['data'])).name}" if config.get("data") else "synthetic data" if config else None]

@@ -22,7 +22,7 @@ def _rate(value: float | None) -> str:
 
 def _row(result: dict[str, Any], with_input: bool, with_windows: bool) -> tuple[str, ...]:
     if result["status"] != Status.OK:
-        cells = (str(result["batch_size"]), result["status"], "", "", "", "", "", "")
+        cells: tuple[str, ...] = (str(result["batch_size"]), result["status"], "", "", "", "", "", "")
     else:
         cells = (
             str(result["batch_size"]),

@@ -98,7 +98,7 @@ class BatchResult:
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise RecordError(f"{where}.batch_size is {batch!r}, not a positive whole number")
         try:
-            status = Status(row.get("status"))
+            status = Status(row.get("status", ""))  # missing: the ValueError below
         except ValueError:
             choices = ", ".join(s.value for s in Status)
             raise RecordError(f"{where}.status is {row.get('status')!r}, not one of {choices}") from None

@@ -40,7 +40,9 @@ class Sampler:
     def __init__(self, sample: Sample, path: Path, interval_s: float = DEFAULT_INTERVAL_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._sample, self.path, self.interval_s, self._clock = sample, path, interval_s, clock
-        self.phase, self.window, self.step = PHASE_SETUP, None, None  # read by the thread, set by the loop
+        self.phase = PHASE_SETUP  # phase, window and step: read by the thread, set by the loop
+        self.window: int | None = None
+        self.step: int | None = None
         self._steps = 0  # steps so far, warm-up and every window: run_window numbers each window's from 0
         self.timed_samples: list[dict[str, Any]] = []
         self._events: deque[dict[str, Any]] = deque()  # append and popleft are atomic: no lock in the loop

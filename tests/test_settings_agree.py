@@ -189,3 +189,23 @@ def test_model_config_from_reads_compile_as_both_sources_give_it(values: dict[st
                                                                  expected: dict[str, Any]) -> None:
     model = model_config_from({"device": "cuda", "loader": "gpu", **values})  # other keys are ignored
     assert {"compile": model.compile, "compile_mode": model.compile_mode} == expected
+
+
+def test_a_compile_mode_without_compile_is_refused() -> None:
+    """Only a hand-edited file can ask for it; recorded, it would say a mode ran that never did."""
+    with pytest.raises(UsageError, match="compile mode 'max-autotune' without compile"):
+        ModelConfig(compile_mode="max-autotune")
+
+
+def test_the_profilers_ask_the_same_rule_in_one_line() -> None:
+    """The worker's hooks (once a ValueError) and the profiled sweep's check say what the command line says."""
+    from trainbench.config import ProfileConfig
+    from trainbench.profile.run import check_profiler, make_profiler
+    from trainbench.profile.session import framework_hooks
+
+    reason = "the torch profiler profiles the torch engine: add --framework torch"
+    with pytest.raises(UsageError, match=reason):
+        framework_hooks(ProfileConfig(tool="torch"), "tf", "cpu")
+    tf_config = BenchConfig(model=ModelConfig(framework="tf", device="cpu"), batch_size=1)
+    with pytest.raises(UsageError, match=reason):
+        check_profiler("torch", make_profiler("torch"), [tf_config], Path("unused"))

@@ -3,6 +3,11 @@
 A configuration is validated once, when it is built, so engines and workers can trust it. Each default and each
 list of names is written once, here: the command line takes its defaults from these dataclasses (``field_default``)
 and its bounds checks from ``int_problem`` and ``float_problem``.
+
+Which settings go together is answered once, by ``problems``: the configurations refuse its first answer when built,
+the command line asks it with the launch, profiler and input it was given, a campaign's legality filter asks it of
+each combination of axes, and the engines ask it again once 'auto' is resolved to a device. ``model_config_from``
+is the one builder of a ModelConfig from the command line's or a campaign's values.
 """
 
 from __future__ import annotations
@@ -164,7 +169,7 @@ FRAMEWORK_NAMES: dict[str, str] = {"tf": "TensorFlow", "torch": "PyTorch"}
 
 def problems(model: ModelConfig, *, device: str | None = None, launch: LaunchConfig | None = None,
              profiler: str | None = None, loader: str | None = None, data: str | None = None) -> list[str]:
-    """Every reason these settings cannot run together, first the one to show; [] when they can.
+    """Why these settings cannot run together, one reason per rule (the first one shown); [] when they can.
 
     ``device``: the device to judge on where it is not ``model.device`` (an engine's resolved one; the command
     line's as asked, since a GPU profiler is refused only on an explicit cpu). 'auto' is judged once resolved.
@@ -197,13 +202,15 @@ def _framework_flag_problems(model: ModelConfig) -> list[str]:
 def step_mode_problem(model: ModelConfig, device: str) -> str | None:
     """Why the step's precision, compile or graph settings cannot run on ``device`` ('auto' is judged once
     resolved), or None."""
+    if model.compile_mode != "default" and not model.compile:  # only a file can say so: the option implies --compile
+        return f"compile mode {model.compile_mode!r} without compile: torch.compile would not run"
     if model.compile and model.cuda_graph:
         return ("--cuda-graph captures the eager step; the compiled step's CUDA graphs are --compile "
                 "reduce-overhead: choose one")
-    if model.precision == "fp16" and device == "cpu":
-        return "fp16 needs a GPU; use --precision bf16 or fp32 on the CPU"
     if model.cuda_graph and model.precision == "fp16":
         return "--cuda-graph cannot capture fp16's loss scaling (it reads the GPU every step); use bf16"
+    if model.precision == "fp16" and device == "cpu":
+        return "fp16 needs a GPU; use --precision bf16 or fp32 on the CPU"
     if device == "cpu" and uses_cuda_graphs(model):
         what = "--cuda-graph" if model.cuda_graph else f"--compile {model.compile_mode}"
         return f"{what} replays CUDA graphs and needs a GPU; on the CPU use --compile default or none"

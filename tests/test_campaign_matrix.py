@@ -73,7 +73,7 @@ def test_smallest_matrix_plans_two_experiments_twice_with_its_settings(tmp_path:
     assert list(matrix.axes) == ["framework", "precision", "batch_size", "image_size"]  # the file's order
     assert matrix.batch_sizes == (1, 2) and matrix.repeats == 2
     assert (matrix.settings.warmup, matrix.settings.steps) == (1, 2)
-    assert matrix.settings.windows == field_default(BenchConfig, "repeats")  # unset: the suite's default
+    assert matrix.settings.windows == field_default(BenchConfig, "windows")  # unset: the suite's default
     plan = experiments(matrix)
     assert [(e.index, e.name) for e in plan] == [(0, "torch-fp32-img64"), (1, "tf-fp32-img64")]
     assert all("batch_size" not in e.values for e in plan)  # swept inside each experiment
@@ -313,6 +313,12 @@ def test_tensorflow_on_an_image_folder_tree_is_refused_naming_the_data_axis(tmp_
     one_line_error(error, str(path), "axes.data", "TFRecord", "tf-fp32-img224")
 
 
+def test_the_windows_setting_is_the_timed_windows_and_repeats_the_repetitions(tmp_path: Path) -> None:
+    matrix = matrix_of(tmp_path, {"axes": {"batch_size": [1, 2]}, "windows": 3, "repeats": 2})
+    assert [config.windows for config in bench_configs(matrix, experiments(matrix)[0])] == [3, 3]
+    assert matrix.repeats == 2 and len(planned_runs(matrix)) == 2
+
+
 def test_a_profiler_axis_gives_the_profile_window(tmp_path: Path) -> None:
     matrix = matrix_of(tmp_path, {"axes": {"profiler": ["none", "nsys"], "batch_size": [1, 2]}, "steps": 7,
                                   "start_iteration": 2, "iterations": 3})
@@ -321,7 +327,7 @@ def test_a_profiler_axis_gives_the_profile_window(tmp_path: Path) -> None:
     assert bench_configs(matrix, plain)[0].steps == 7
     for config in bench_configs(matrix, profiled):
         assert config.profile == ProfileConfig(tool="nsys", start_iteration=2, iterations=3)
-        assert (config.warmup_steps, config.steps, config.repeats) == (0, 1, 1)  # `profile`'s placeholders
+        assert (config.warmup_steps, config.steps, config.windows) == (0, 1, 1)  # `profile`'s placeholders
     assert profiled.name.endswith("-prof_nsys") and plain.name.endswith("-prof_none")
 
 
@@ -373,7 +379,7 @@ OK_AXES = "axes:\n  batch_size: [1]\n"
     (OK_AXES + "  precision: [fp32]\nexclude: [{precision: fp64}]\n", ["exclude[0].precision", "fp64"]),
     (OK_AXES + "  precision: [fp32]\nexclude: [{batch_size: 1}]\n", ["exclude[0].batch_size"]),
     (OK_AXES + "  precision: [fp32, bf16]\nexclude: [{precision: [fp32, bf16]}]\n", ["exclude", "every one of the 2"]),
-    (OK_AXES + "  framework: [torch]\n  xla: [true]\n", ["axes", "no legal combination", "xla needs framework tf"]),
+    (OK_AXES + "  framework: [torch]\n  xla: [true]\n", ["axes", "no legal combination", "--xla is TensorFlow's"]),
     ("axes: {batch_size: [1]\n", ["not valid YAML", "line"]),
     ("axes:\n  batch_size: [1]\n\tsteps: 2\n", ["not valid YAML"]),
     ("- axes\n", ["must be a YAML mapping", "list"]),

@@ -88,6 +88,12 @@ MAX_BATCH = "16777216"  # trainbench.config.MAX_BATCH_SIZE
         (["throughput", "--compile", "--cuda-graph"], ["--cuda-graph", "choose one"]),
         (["throughput", "--precision", "fp16", "--cuda-graph"], ["fp16", "--cuda-graph"]),
         (["throughput", "--framework", "tf", "--compile"], ["PyTorch's", "--xla"]),
+        # a flag the other framework would ignore (and summary.json would still record): refused as a campaign does
+        (["throughput", "--framework", "torch", "--xla"], ["--xla is TensorFlow's", "--compile"]),
+        (["throughput", "--framework", "tf", "--channels-last"], ["--channels-last is PyTorch's"]),
+        (["profile", "tf", "--framework", "torch"], ["the tf profiler", "--framework tf"]),
+        (["throughput", "--framework", "tf", "--device", "cpu", "--gpus", "2"], ["--gpus 2", "TensorFlow"]),
+        (["throughput", "--windows", "0"], ["--windows/--repeats", "got 0"]),
         (["profile", "torch", "--device", "cpu", "--cuda-graph"], ["--cuda-graph", "needs a GPU"]),
         (["train", "--cuda-graph"], ["--cuda-graph"]),  # no GPU here; on one: the learning-rate reason (test_config)
         (["throughput", "--loader", "dali"], ["loader", "'dali'", "cpu, gpu"]),

@@ -24,6 +24,7 @@ from trainbench.config import (
     PRECISIONS,
     PROFILERS,
     BenchConfig,
+    ConfigError,
     ModelConfig,
     OptimizerConfig,
     ProfileConfig,
@@ -80,6 +81,22 @@ def test_train_command_defaults_are_train_configs() -> None:
     assert new_config(parse("train", "--device", "cpu")) == TrainConfig(model=ModelConfig(device="cpu"))
 
 
+@pytest.mark.parametrize("option", ["--windows", "--repeats"])
+def test_windows_and_its_older_name_repeats_set_the_timed_windows(option: str) -> None:
+    args = build_parser().parse_args(["throughput", option, "3", "--device", "cpu", "--batch-sizes", "1,2"])
+    assert [config.windows for config in bench_configs(args, CPU_MODEL)] == [3, 3]
+
+
+def test_the_windows_help_names_repeats_as_its_older_name() -> None:
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for command in ("throughput", "variability"):
+        parser = commands.choices[command]
+        if command == "variability":  # its sweep options are under `variability run`
+            parser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["run"]
+        (action,) = [a for a in parser._actions if "--windows" in a.option_strings]
+        assert action.option_strings == ["--windows", "--repeats"] and "--repeats is its older name" in action.help
+
+
 def test_throughput_command_defaults_are_bench_configs() -> None:
     args = parse("throughput", "--device", "cpu", "--batch-sizes", "4")
     assert bench_configs(args, CPU_MODEL) == [BenchConfig(model=CPU_MODEL, batch_size=4)]
@@ -119,7 +136,7 @@ def test_train_config_round_trip(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("profile", [None, ProfileConfig(tool="torch", start_iteration=2, iterations=3)])
 def test_bench_config_round_trip(tmp_path: Path, profile: ProfileConfig | None) -> None:
-    config = BenchConfig(model=CPU_MODEL, batch_size=8, steps=3, repeats=2, profile=profile)
+    config = BenchConfig(model=CPU_MODEL, batch_size=8, steps=3, windows=2, profile=profile)
     assert bench_config_from_dict(written_and_read(config, tmp_path)) == config
 
 
@@ -147,9 +164,10 @@ def _train_dict(**changes: Any) -> dict[str, Any]:
         (_train_dict(model={**to_dict(CPU_MODEL), "colour": "red"}), "colour"),
     ],
 )
-def test_a_malformed_training_configuration_is_a_type_error(raw: Any, fragment: str) -> None:
-    with pytest.raises(TypeError, match=fragment):
+def test_a_malformed_training_configuration_is_a_config_error(raw: Any, fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment) as caught:
         train_config_from_dict(raw)
+    assert isinstance(caught.value, UsageError) and "\n" not in str(caught.value)  # one line, as every mistake
 
 
 @pytest.mark.parametrize(
@@ -168,11 +186,19 @@ def test_a_bad_value_in_a_training_configuration_is_a_usage_error(raw: dict[str,
         train_config_from_dict(raw)
 
 
-def test_a_malformed_worker_configuration_is_a_type_error() -> None:
-    with pytest.raises(TypeError, match="batch_size"):
+def test_a_malformed_worker_configuration_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="batch_size"):
         bench_config_from_dict({"model": to_dict(CPU_MODEL)})
-    with pytest.raises(TypeError, match="profile must be a JSON object"):
+    with pytest.raises(ConfigError, match="profile must be a JSON object"):
         bench_config_from_dict({"model": to_dict(CPU_MODEL), "batch_size": 2, "profile": "ncu"})
+    with pytest.raises(ConfigError, match="'repeats' is 'windows''s older name"):
+        bench_config_from_dict({"model": to_dict(CPU_MODEL), "batch_size": 2, "repeats": 2, "windows": 2})
+
+
+def test_a_worker_configuration_written_before_windows_reads_its_repeats() -> None:
+    """logs/batch_<X>.config.json of older runs: "repeats" was the timed windows' field."""
+    old = {"model": to_dict(CPU_MODEL), "batch_size": 2, "steps": 3, "repeats": 4}
+    assert bench_config_from_dict(old) == BenchConfig(model=CPU_MODEL, batch_size=2, steps=3, windows=4)
 
 
 def test_resume_reads_a_stamped_config_json(tmp_path: Path) -> None:
@@ -184,9 +210,9 @@ def test_resume_reads_a_stamped_config_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("raw", "fragment"),
     [
-        ("[1, 2]", "not a trainbench training run (TypeError: a configuration must be a JSON object, got list)"),
+        ("[1, 2]", "not a trainbench training run (a configuration must be a JSON object, got list)"),
         ("{not json", "not a trainbench training run (JSONDecodeError"),
-        (json.dumps({"epochs": 3}), "not a trainbench training run (TypeError: model must be a JSON object"),
+        (json.dumps({"epochs": 3}), "not a trainbench training run (model must be a JSON object"),
         (json.dumps(_train_dict(epochs=0)), "epochs must be a whole number from 1 to 1000000000, got 0"),
     ],
 )

@@ -82,9 +82,9 @@ class SleepEngine:
         return {}
 
 
-def config(device: str = "cuda", steps: int = 20, repeats: int = 1, interval: float = 0.02) -> BenchConfig:
+def config(device: str = "cuda", steps: int = 20, windows: int = 1, interval: float = 0.02) -> BenchConfig:
     return BenchConfig(model=ModelConfig(framework="torch", precision="fp32", device=device), batch_size=16,
-                       warmup_steps=2, steps=steps, repeats=repeats, telemetry_interval_s=interval)
+                       warmup_steps=2, steps=steps, windows=windows, telemetry_interval_s=interval)
 
 
 def timeline_rows(path: Path) -> list[dict[str, str]]:
@@ -95,7 +95,7 @@ def timeline_rows(path: Path) -> list[dict[str, str]]:
 def test_energy_power_clock_and_throttling_of_a_window(nvml: Callable[..., ModuleType], tmp_path: Path) -> None:
     standin = nvml([h100(0)])
     timeline = tmp_path / "telemetry" / "batch_16.csv"
-    done = measure(config(steps=20, repeats=2), SleepEngine(), timeline)  # type: ignore[arg-type]
+    done = measure(config(steps=20, windows=2), SleepEngine(), timeline)  # type: ignore[arg-type]
     values = done.result.values
     assert set(TELEMETRY_VALUES) <= set(values)
     seconds = values["window_s"]  # both windows: about 2 x 20 x 0.02 s

@@ -101,7 +101,7 @@ def test_repeated_windows_share_one_warm_up() -> None:
     window's synchronised start, and each window has only its timed steps (through the worker's measurement)."""
     engine = CountingEngine()
     config = BenchConfig(model=ModelConfig(framework="torch", precision="fp32", device="cpu"), batch_size=4,
-                         warmup_steps=3, steps=5, repeats=3)
+                         warmup_steps=3, steps=5, windows=3)
     done = measure(config, engine)  # type: ignore[arg-type]
     events = engine.runner.events
     assert events.count("step") == 3 + 3 * 5

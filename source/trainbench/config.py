@@ -3,6 +3,11 @@
 A configuration is validated once, when it is built, so engines and workers can trust it. Each default and each
 list of names is written once, here: the command line takes its defaults from these dataclasses (``field_default``)
 and its bounds checks from ``int_problem`` and ``float_problem``.
+
+Which settings go together is answered once, by ``problems``: the configurations refuse its first answer when built,
+the command line asks it with the launch, profiler and input it was given, a campaign's legality filter asks it of
+each combination of axes, and the engines ask it again once 'auto' is resolved to a device. ``model_config_from``
+is the one builder of a ModelConfig from the command line's or a campaign's values.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
 
@@ -30,6 +36,8 @@ DEVICES: tuple[Device, ...] = get_args(Device)
 PROFILERS: tuple[Profiler, ...] = get_args(Profiler)
 COMPILE_MODES: tuple[CompileMode, ...] = get_args(CompileMode)
 LOADERS: tuple[Loader, ...] = get_args(Loader)
+GPU_PROFILERS: tuple[Profiler, ...] = ("ncu", "nsys", "nvprof")  # run the worker under them; profile GPU kernels
+FRAMEWORK_PROFILERS: tuple[Profiler, ...] = ("torch", "tf")  # the framework's own profiler: that framework only
 
 # The original suite's sweep on a GPU; the CPU default is short so a laptop finishes in minutes.
 GPU_BATCH_SIZES: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 96, 128)
@@ -40,7 +48,7 @@ CPU_BATCH_SIZES: tuple[int, ...] = (1, 2, 4)
 # 2**24 images are 206 GB of fp32 input even at 32 px, beyond any one device; published ImageNet global batches stop
 # near 64k. Up to this bound a batch that cannot be allocated is a recorded allocation failure, not a refusal.
 MAX_BATCH_SIZE = 2**24
-MAX_COUNT = 10**9  # steps, iterations, epochs, repeats, examples: 10**9 steps of any size would take years
+MAX_COUNT = 10**9  # steps, iterations, epochs, windows, repetitions, examples: 10**9 steps of any size would take years
 MAX_IMAGE_SIZE = 4096
 MAX_NUM_CLASSES = 2**20
 MAX_SEED = 2**32 - 1  # numpy's and TensorFlow's seeds are unsigned 32-bit
@@ -145,13 +153,10 @@ class ModelConfig:
         check_choice("precision", self.precision, PRECISIONS)
         check_choice("device", self.device, DEVICES)
         check_choice("compile mode", self.compile_mode, COMPILE_MODES)
-        if problem := step_mode_problem(self, self.device):
-            raise UsageError(problem)
         check("image size", int_problem(self.image_size, 32, MAX_IMAGE_SIZE))
         check("number of classes", int_problem(self.num_classes, 2, MAX_NUM_CLASSES))
         check("seed", int_problem(self.seed, 0, MAX_SEED))
-        if self.precision == "fp16" and self.device == "cpu":
-            raise UsageError("fp16 needs a GPU; use --precision bf16 or fp32 on the CPU")
+        refuse(problems(self))
 
 
 def uses_cuda_graphs(model: ModelConfig) -> bool:
@@ -160,18 +165,77 @@ def uses_cuda_graphs(model: ModelConfig) -> bool:
     return model.cuda_graph or (model.compile and model.compile_mode in ("reduce-overhead", "max-autotune"))
 
 
+# --- which settings go together: one function for the command line, campaigns, engines and profilers -------------
+
+# A switch only one framework reads: the other would ignore it and still record it.
+FRAMEWORK_FLAGS: dict[str, tuple[Framework, str]] = {
+    "xla": ("tf", "PyTorch compiles its step with --compile"),
+    "compile": ("torch", "TensorFlow compiles its step with --xla"),
+    "cuda_graph": ("torch", "TensorFlow compiles its step with --xla"),
+    "channels_last": ("torch", "TensorFlow's input is NHWC already"),
+}
+FRAMEWORK_NAMES: dict[str, str] = {"tf": "TensorFlow", "torch": "PyTorch"}
+
+
+def problems(model: ModelConfig, *, device: str | None = None, launch: LaunchConfig | None = None,
+             profiler: str | None = None, loader: str | None = None, data: str | None = None) -> list[str]:
+    """Why these settings cannot run together, one reason per rule (the first one shown); [] when they can.
+
+    ``device``: the device to judge on where it is not ``model.device`` (an engine's resolved one; the command
+    line's as asked, since a GPU profiler is refused only on an explicit cpu). 'auto' is judged once resolved.
+    ``launch``, ``profiler`` and ``loader`` (with ``data``, None for synthetic input) are judged when given.
+    ModelConfig, BenchConfig and TrainConfig refuse the first problem when built, so a configuration that exists
+    passes; campaigns drop the combinations that have one (campaign.matrix.illegal)."""
+    device = device or model.device
+    found = [*_framework_flag_problems(model), step_mode_problem(model, device)]
+    if profiler is not None:
+        found.append(profiler_problem(profiler, model.framework, device))
+    if launch is not None and (problem := launch.problem_for(model.framework)):
+        found.append(f"--gpus {launch.processes_per_node}: {problem}; choose its GPUs with CUDA_VISIBLE_DEVICES")
+    if loader is not None:
+        found.append(loader_problem(loader, model.framework, data, device))
+    return [problem for problem in found if problem is not None]
+
+
+def refuse(found: list[str]) -> None:
+    """Raise the first of ``problems``' answer as a UsageError."""
+    if found:
+        raise UsageError(found[0])
+
+
+def _framework_flag_problems(model: ModelConfig) -> list[str]:
+    return [f"--{flag.replace('_', '-')} is {FRAMEWORK_NAMES[owner]}'s (--framework {owner}); {hint}"
+            for flag, (owner, hint) in FRAMEWORK_FLAGS.items()
+            if getattr(model, flag) and model.framework != owner]
+
+
 def step_mode_problem(model: ModelConfig, device: str) -> str | None:
-    """Why the step's compile or graph settings cannot run on ``device`` ('auto' is judged once resolved), or None."""
-    if model.framework == "tf" and (model.compile or model.cuda_graph):
-        return "--compile and --cuda-graph are PyTorch's; TensorFlow compiles its step with --xla"
+    """Why the step's precision, compile or graph settings cannot run on ``device`` ('auto' is judged once
+    resolved), or None."""
+    if model.compile_mode != "default" and not model.compile:  # only a file can say so: the option implies --compile
+        return f"compile mode {model.compile_mode!r} without compile: torch.compile would not run"
     if model.compile and model.cuda_graph:
         return ("--cuda-graph captures the eager step; the compiled step's CUDA graphs are --compile "
                 "reduce-overhead: choose one")
     if model.cuda_graph and model.precision == "fp16":
         return "--cuda-graph cannot capture fp16's loss scaling (it reads the GPU every step); use bf16"
+    if model.precision == "fp16" and device == "cpu":
+        return "fp16 needs a GPU; use --precision bf16 or fp32 on the CPU"
     if device == "cpu" and uses_cuda_graphs(model):
         what = "--cuda-graph" if model.cuda_graph else f"--compile {model.compile_mode}"
         return f"{what} replays CUDA graphs and needs a GPU; on the CPU use --compile default or none"
+    return None
+
+
+def profiler_problem(profiler: str, framework: str, device: str) -> str | None:
+    """Why ``profiler`` cannot profile this run, or None: a framework's profiler sees that framework only; the GPU
+    profilers see GPU kernels, so an explicit cpu is refused ('auto' falling back to the CPU is only warned
+    about: nvidia-smi may list a GPU that this process cannot see)."""
+    check_choice("profiler", profiler, PROFILERS)
+    if profiler in FRAMEWORK_PROFILERS and profiler != framework:
+        return f"the {profiler} profiler profiles the {profiler} engine: add --framework {profiler}"
+    if profiler in GPU_PROFILERS and device == "cpu":
+        return f"{profiler} profiles GPU kernels: drop --device cpu (or use the torch or tf profiler)"
     return None
 
 
@@ -187,6 +251,28 @@ def loader_problem(loader: str, framework: str, data: str | None, device: str) -
     if device == "cpu":
         return "--loader gpu decodes on a GPU; on the CPU use --loader cpu"
     return None
+
+
+# --- one builder of ModelConfig from values --------------------------------------------------------------------
+
+
+def compile_fields(value: Any) -> dict[str, Any]:
+    """``compile`` as the command line (None, or a mode) and matrices (true/false, or a mode) give it, as
+    ModelConfig's two fields."""
+    if value is None or value is False:
+        return {"compile": False}
+    if value is True:
+        return {"compile": True}
+    return {"compile": True, "compile_mode": value}
+
+
+def model_config_from(values: Mapping[str, Any]) -> ModelConfig:
+    """A ModelConfig from the command line's options (``vars(args)``) or a campaign experiment's axis values: the
+    keys named like its fields are taken (``compile`` as compile_fields reads it), a key absent or None keeps the
+    field's default, other keys are ignored. The caller resolves the device and the data's classes, if it must."""
+    names = {item.name for item in dataclasses.fields(ModelConfig)} - {"compile", "compile_mode"}
+    chosen = {name: values[name] for name in names if values.get(name) is not None}
+    return ModelConfig(**chosen, **compile_fields(values.get("compile")))
 
 
 @dataclass(frozen=True)
@@ -304,7 +390,7 @@ class BenchConfig:
     data: str | None = None  # None: synthetic batches generated on the device
     loader: Loader = "cpu"  # with data (PyTorch): where images are decoded and augmented
     sync_every_step: bool = False
-    repeats: int = 1  # timed windows of ``steps`` steps each, back to back after one warm-up: a spread of images/s
+    windows: int = 1  # timed windows of ``steps`` steps each, back to back after one warm-up: a spread of images/s
     profile: ProfileConfig | None = None  # set: run the profiler's window instead of a timed measurement
     telemetry_interval_s: float = 0.1  # GPU timeline sampling period; 0: no timeline (edge counters still read)
     launch: LaunchConfig = field(default_factory=LaunchConfig)  # batch_size is per process (per GPU)
@@ -313,10 +399,10 @@ class BenchConfig:
         check("batch size", int_problem(self.batch_size, 1, MAX_BATCH_SIZE))
         check("warm-up steps", int_problem(self.warmup_steps, 0))
         check("timed steps", int_problem(self.steps))
-        check("repeats", int_problem(self.repeats))
+        check("timed windows", int_problem(self.windows))
         check("telemetry interval", telemetry_interval_problem(self.telemetry_interval_s))
-        if problem := loader_problem(self.loader, self.model.framework, self.data, self.model.device):
-            raise UsageError(problem)
+        # The profiler's rules are judged where the device is asked for (config.problems' doc), not on a resolved one.
+        refuse(problems(self.model, launch=self.launch, loader=self.loader, data=self.data))
 
     @property
     def data_label(self) -> str:
@@ -363,8 +449,7 @@ class TrainConfig:
         if self.model.cuda_graph:
             raise UsageError("--cuda-graph is for throughput and profile runs: training sets a new learning rate "
                              "every step, which a captured graph would not see; use --compile reduce-overhead")
-        if problem := loader_problem(self.loader, self.model.framework, self.data, self.model.device):
-            raise UsageError(problem)
+        refuse(problems(self.model, launch=self.launch, loader=self.loader, data=self.data))
 
 
 # --- to and from JSON ------------------------------------------------------------------------------------------
@@ -374,11 +459,24 @@ def to_dict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
 
 
+class ConfigError(UsageError):
+    """A configuration file that is not one the suite wrote: not a JSON object, a field missing or unknown, a list
+    where a value goes. A bad value in a well-formed file is the UsageError its dataclass raises."""
+
+
 def _object(raw: Any, what: str) -> dict[str, Any]:
-    """A JSON object's fields; anything else is a TypeError saying what came instead."""
+    """A JSON object's fields; anything else is a ConfigError saying what came instead."""
     if not isinstance(raw, dict):
-        raise TypeError(f"{what} must be a JSON object, got {type(raw).__name__}")
+        raise ConfigError(f"{what} must be a JSON object, got {type(raw).__name__}")
     return raw
+
+
+def _built(config_class: type, fields: dict[str, Any], what: str) -> Any:
+    """``config_class(**fields)``; a field missing or unknown (the dataclass's TypeError) is a ConfigError."""
+    try:
+        return config_class(**fields)
+    except TypeError as error:
+        raise ConfigError(f"{what}: {error}") from None
 
 
 def _nested(config_class: type, fields: dict[str, Any], name: str, *, required: bool = False) -> dict[str, Any]:
@@ -386,7 +484,7 @@ def _nested(config_class: type, fields: dict[str, Any], name: str, *, required: 
     so the field's default holds."""
     if fields.get(name) is None and not required:
         return {}
-    return {name: config_class(**_object(fields.get(name), name))}
+    return {name: _built(config_class, _object(fields.get(name), name), name)}
 
 
 def _tuple(fields: dict[str, Any], name: str) -> dict[str, Any]:
@@ -394,7 +492,7 @@ def _tuple(fields: dict[str, Any], name: str) -> dict[str, Any]:
     if name not in fields:
         return {}
     if not isinstance(fields[name], list | tuple):  # a tuple: to_dict's output not yet through JSON
-        raise TypeError(f"{name} must be a JSON list, got {type(fields[name]).__name__}")
+        raise ConfigError(f"{name} must be a JSON list, got {type(fields[name]).__name__}")
     return {name: tuple(fields[name])}
 
 
@@ -403,16 +501,26 @@ def _fields(raw: Any) -> dict[str, Any]:
     return unstamped(_object(raw, "a configuration"))
 
 
-# The loaders: to_dict's output as read back from JSON. A malformed object (not an object, a field missing or
-# unknown) is a TypeError naming what is wrong; a bad value, the UsageError its dataclass raises.
+def _renamed(fields: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """Files written before a field was renamed: ``old``'s value under ``new`` (both given: the file is not ours)."""
+    if old not in fields:
+        return fields
+    if new in fields:
+        raise ConfigError(f"both {old!r} and {new!r} given: {old!r} is {new!r}'s older name")
+    return {new if name == old else name: value for name, value in fields.items()}
+
+
+# The loaders: to_dict's output as read back from JSON. Every problem is a UsageError: a malformed object (not an
+# object, a field missing or unknown) is a ConfigError naming what is wrong; a bad value, the UsageError its
+# dataclass raises.
 
 
 def bench_config_from_dict(raw: Any) -> BenchConfig:
-    """A throughput or profile worker's configuration (logs/batch_<X>.config.json)."""
-    fields = _fields(raw)
+    """A throughput or profile worker's configuration (logs/batch_<X>.config.json; "repeats" before "windows")."""
+    fields = _renamed(_fields(raw), "repeats", "windows")
     nested = {**_nested(ModelConfig, fields, "model", required=True), **_nested(OptimizerConfig, fields, "optimizer"),
               **_nested(ProfileConfig, fields, "profile"), **_nested(LaunchConfig, fields, "launch")}
-    return BenchConfig(**{**fields, **nested})
+    return _built(BenchConfig, {**fields, **nested}, "a throughput configuration")
 
 
 def train_config_from_dict(raw: Any) -> TrainConfig:
@@ -420,4 +528,4 @@ def train_config_from_dict(raw: Any) -> TrainConfig:
     fields = _fields(raw)
     nested = {**_nested(ModelConfig, fields, "model", required=True), **_nested(OptimizerConfig, fields, "optimizer"),
               **_tuple(fields, "decay_epochs"), **_nested(LaunchConfig, fields, "launch")}
-    return TrainConfig(**{**fields, **nested})
+    return _built(TrainConfig, {**fields, **nested}, "a training configuration")

@@ -130,7 +130,7 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
     compile_s = getattr(runner, "compile_s", None)  # torch --compile / --cuda-graph: done before any window
     if compile_s is not None:
         print(f"batch {config.batch_size}: step compiled in {compile_s:.1f} s (in no window)", flush=True)
-    windows_text = f" x {config.repeats} windows" if config.repeats > 1 else ""
+    windows_text = f" x {config.windows} windows" if config.windows > 1 else ""
     print(f"batch {config.batch_size}: {config.warmup_steps} warm-up + {config.steps} timed steps{windows_text}",
           flush=True)
     # TensorFlow's one process drives every GPU it sees (MirroredStrategy); a torch process, its own
@@ -141,10 +141,10 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
         windows = [run_window(runner, config.warmup_steps if i == 0 else 0, config.steps,
                               sync_every_step=config.sync_every_step, after_step=telemetry.step_hooks,
                               at_start=partial(telemetry.window_start, i), at_end=partial(telemetry.window_end, i))
-                   for i in range(config.repeats)]
+                   for i in range(config.windows)]
     finally:
         telemetry.close()
-    images = runner.images_per_step * config.steps * config.repeats
+    images = runner.images_per_step * config.steps * config.windows
     values = {**summarize_windows(runner.images_per_step, windows), "gpus_at_window_end": gpu_state(),
               "compile_s": compile_s,
               **telemetry.values([window.window_s for window in windows], images)}

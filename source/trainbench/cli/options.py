@@ -27,6 +27,9 @@ from trainbench.config import (
     field_default,
     float_problem,
     int_problem,
+    model_config_from,
+    problems,
+    refuse,
     telemetry_interval_problem,
 )
 from trainbench.data.source import num_classes, open_source, tfrecords_only
@@ -151,12 +154,13 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
                         "path)")
 
 
-def launch_config(args: argparse.Namespace, model: ModelConfig) -> LaunchConfig:
-    """The launch the options ask for, refused when this machine or framework cannot run it."""
+def launch_config(args: argparse.Namespace, model: ModelConfig, profiler: str | None = None) -> LaunchConfig:
+    """The launch the options ask for, refused when it cannot run with the other settings (config.problems, asked
+    as a campaign asks it: on the device as given, with the launch, ``profiler``, loader and data) or on this
+    machine."""
     launch = LaunchConfig(processes_per_node=args.gpus, nodes=args.nodes, rdzv_endpoint=args.rdzv_endpoint,
                           rdzv_id=args.rdzv_id, torchrun=args.torchrun)
-    if problem := launch.problem_for(model.framework):
-        raise UsageError(f"--gpus: {problem}; choose the GPUs with CUDA_VISIBLE_DEVICES")
+    refuse(problems(model, device=args.device, launch=launch, profiler=profiler, loader=args.loader, data=args.data))
     if problem := launch.rendezvous_problem(model.framework):
         raise UsageError(problem)
     if not args.oversubscribe and (problem := local_process_problem(launch, model.device)):
@@ -231,19 +235,9 @@ def _num_classes(args: argparse.Namespace) -> int:
 
 
 def model_config(args: argparse.Namespace) -> ModelConfig:
-    return ModelConfig(
-        framework=args.framework,
-        precision=args.precision,
-        image_size=args.image_size,
-        num_classes=_num_classes(args),
-        device=resolve_device_here(args.device),
-        xla=args.xla,
-        compile=args.compile is not None,
-        compile_mode=args.compile or field_default(ModelConfig, "compile_mode"),
-        cuda_graph=args.cuda_graph,
-        channels_last=args.channels_last,
-        seed=args.seed,
-    )
+    """The model the options ask for, on the device this machine offers (``--device auto`` resolved here)."""
+    return model_config_from({**vars(args), "num_classes": _num_classes(args),
+                              "device": resolve_device_here(args.device)})
 
 
 def existing_data_dir(path: str | None) -> str | None:

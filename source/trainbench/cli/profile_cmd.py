@@ -17,9 +17,8 @@ from trainbench.cli.options import (
     path_text,
 )
 from trainbench.cli.throughput import BATCH_SIZES, bench_configs
-from trainbench.config import PROFILERS, ProfileConfig, field_default
-from trainbench.errors import UsageError
-from trainbench.profile.run import EXTERNAL, run_profile
+from trainbench.config import PROFILERS, BenchConfig, ProfileConfig, field_default
+from trainbench.profile.run import run_profile
 from trainbench.report.table import format_fields
 
 
@@ -52,14 +51,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_launch_options(parser)
     # bench_configs reads the throughput options; the profiler's window replaces the timed steps, so these are
     # placeholders that pass BenchConfig's checks, not settings
-    parser.set_defaults(run=run, warmup=0, steps=1, sync_every_step=False, repeats=1, telemetry_interval=0)
+    parser.set_defaults(run=run, warmup=0, steps=1, sync_every_step=False, windows=1, telemetry_interval=0)
+
+
+def profile_configs(args: argparse.Namespace) -> tuple[ProfileConfig, list[BenchConfig]]:
+    """The profiler's window and one configuration per batch size; what cannot go together (a GPU profiler on
+    --device cpu, another framework's profiler) is refused as a campaign refuses it (config.problems)."""
+    window = ProfileConfig(tool=args.profiler, start_iteration=args.start_iteration, iterations=args.iterations)
+    return window, bench_configs(args, model_config(args), window)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.profiler in EXTERNAL and args.device == "cpu":
-        raise UsageError(f"{args.profiler} profiles GPU kernels: drop --device cpu (or use the torch or tf profiler)")
-    window = ProfileConfig(tool=args.profiler, start_iteration=args.start_iteration, iterations=args.iterations)
-    configs = bench_configs(args, model_config(args))
+    window, configs = profile_configs(args)
     metrics = list(args.metrics) if args.metrics else None
     store = run_profile(window, configs, Path(args.output), lambda line: print(line, flush=True), metrics,
                         args.timeout, args.clock_control)

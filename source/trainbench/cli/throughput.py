@@ -26,6 +26,7 @@ from trainbench.config import (
     MAX_BATCH_SIZE,
     BenchConfig,
     ModelConfig,
+    ProfileConfig,
     field_default,
 )
 
@@ -49,14 +50,15 @@ def add_sweep_options(parser: argparse.ArgumentParser, output: str) -> None:
     add_model_options(parser)
     parser.add_argument("--batch-sizes", type=BATCH_SIZES, help=f"e.g. 4,16 (default: {GPU_BATCH_SIZES} on a GPU, "
                         f"{CPU_BATCH_SIZES} on the CPU; at most {MAX_BATCH_SIZE})")
-    warmup, steps, repeats = (field_default(BenchConfig, name) for name in ("warmup_steps", "steps", "repeats"))
+    warmup, steps, windows = (field_default(BenchConfig, name) for name in ("warmup_steps", "steps", "windows"))
     parser.add_argument("--warmup", type=NON_NEGATIVE, default=warmup, metavar="N",
                         help=f"untimed steps first (default {warmup})")
     parser.add_argument("--steps", type=POSITIVE, default=steps, metavar="N",
                         help=f"timed steps per window (default {steps})")
-    parser.add_argument("--repeats", type=POSITIVE, default=repeats, metavar="N",
-                        help="timed windows per batch size, back to back after the warm-up: images/s median, min "
-                        f"and max across them, and `compare` tests them (default {repeats})")
+    parser.add_argument("--windows", "--repeats", type=POSITIVE, default=windows, metavar="N", dest="windows",
+                        help="timed windows of --steps steps per batch size, back to back after the warm-up: images/s "
+                        f"median, min and max across them, and `compare` tests them (default {windows}; --repeats is "
+                        "its older name)")
     add_input_options(parser)
     parser.add_argument("--output", type=path_text, default=output, metavar="DIR",
                         help=f"a new run folder is made inside (default ./{output})")
@@ -67,15 +69,16 @@ def add_sweep_options(parser: argparse.ArgumentParser, output: str) -> None:
     add_launch_options(parser)
 
 
-def bench_configs(args: argparse.Namespace, model: ModelConfig) -> list[BenchConfig]:
+def bench_configs(args: argparse.Namespace, model: ModelConfig,
+                  profile: ProfileConfig | None = None) -> list[BenchConfig]:
+    """One configuration per batch size; with ``profile``, the profiler's window (``trainbench profile``)."""
     default = GPU_BATCH_SIZES if model.device == "cuda" else CPU_BATCH_SIZES
     sizes = args.batch_sizes or default
     data = existing_data_dir(args.data)
-    launch = launch_config(args, model)
+    launch = launch_config(args, model, profile.tool if profile else None)
     return [
         BenchConfig(model=model, batch_size=size, warmup_steps=args.warmup, steps=args.steps, data=data,
-                    loader=args.loader,
-                    sync_every_step=args.sync_every_step, repeats=args.repeats,
+                    loader=args.loader, sync_every_step=args.sync_every_step, windows=args.windows, profile=profile,
                     telemetry_interval_s=args.telemetry_interval, launch=launch)
         for size in sizes
     ]

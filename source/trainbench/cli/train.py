@@ -27,6 +27,7 @@ from trainbench.cli.options import (
 from trainbench.config import (
     MAX_BATCH_SIZE,
     MAX_COUNT,
+    ConfigError,
     OptimizerConfig,
     TrainConfig,
     field_default,
@@ -115,13 +116,14 @@ def _add_schedule_options(parser: argparse.ArgumentParser) -> None:
 def new_config(args: argparse.Namespace) -> TrainConfig:
     optimizer = OptimizerConfig(momentum=args.momentum, base_learning_rate=args.base_lr,
                                 weight_decay=args.weight_decay, label_smoothing=args.label_smoothing)
+    model = model_config(args)  # once: it resolves the device and opens the data folder
     return TrainConfig(
-        model=model_config(args), optimizer=optimizer, epochs=args.epochs or EPOCHS, batch_size=args.batch_size,
+        model=model, optimizer=optimizer, epochs=args.epochs or EPOCHS, batch_size=args.batch_size,
         warmup_epochs=args.warmup_epochs, decay_epochs=args.decay_epochs,
         data=existing_data_dir(args.data), loader=args.loader, synthetic_train_examples=args.synthetic_train_examples,
         synthetic_eval_examples=args.synthetic_eval_examples, steps_per_epoch=args.steps_per_epoch,
         eval_steps=args.eval_steps, output=args.output, log_every=args.log_every,
-        launch=launch_config(args, model_config(args)),
+        launch=launch_config(args, model),
     )
 
 
@@ -139,8 +141,10 @@ def _saved_config(run_dir: Path) -> TrainConfig:
     path = run_dir / CONFIG_FILE
     try:
         saved = train_config_from_dict(json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError) as error:  # unreadable, not JSON, not a training configuration
+    except (OSError, ValueError) as error:  # unreadable, not JSON
         raise UsageError(f"{path}: not a trainbench training run ({type(error).__name__}: {error})") from None
+    except ConfigError as error:  # JSON, but not a training configuration
+        raise UsageError(f"{path}: not a trainbench training run ({error})") from None
     except UsageError as error:  # a value out of bounds (an edited file): say which file holds it
         raise UsageError(f"{path}: {error}") from None
     return saved

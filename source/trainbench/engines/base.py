@@ -10,7 +10,17 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple, Protocol
 
-from trainbench.config import DEVICES, BenchConfig, Device, TrainConfig, choice
+from trainbench.config import (
+    DEVICES,
+    BenchConfig,
+    Device,
+    ModelConfig,
+    Precision,
+    TrainConfig,
+    choice,
+    problems,
+    refuse,
+)
 from trainbench.errors import UsageError
 from trainbench.telemetry.nvml import visible_gpu_count
 from trainbench.training.trainer import Trainer
@@ -65,10 +75,10 @@ def resolve_device_here(requested: str) -> Device:
     return resolve_device(requested, gpus, "the driver (NVML, after CUDA_VISIBLE_DEVICES)")
 
 
-def check_precision(precision: str, device: str) -> None:
-    """fp16 needs a GPU. ModelConfig refuses an explicit --device cpu; this catches 'auto' falling back to the CPU."""
-    if precision == "fp16" and not device.startswith("cuda"):
-        raise UsageError("fp16 needs a GPU; use --precision bf16 or fp32 on the CPU")
+def check_precision(precision: Precision, device: str) -> None:
+    """config.problems' precision rule (fp16 needs a GPU) on the device 'auto' resolved to: ModelConfig judged an
+    explicit --device cpu when it was built."""
+    refuse(problems(ModelConfig(precision=precision), device=device))
 
 
 def steps_for(examples: int, global_batch: int, given: int | None) -> int:

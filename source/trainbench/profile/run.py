@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trainbench.bench.sweep import run_worker
-from trainbench.config import BenchConfig, ProfileConfig, to_dict
+from trainbench.config import FRAMEWORK_PROFILERS, GPU_PROFILERS, BenchConfig, ProfileConfig, problems, refuse, to_dict
 from trainbench.errors import UsageError
 from trainbench.profile.framework import FrameworkProfiler, trace_dir_for
 from trainbench.profile.gpu_target import GpuTarget, query_gpu
@@ -26,7 +26,6 @@ from trainbench.results.records import Status
 from trainbench.results.store import RunStore
 from trainbench.telemetry.env import collect_env
 
-EXTERNAL = ("ncu", "nsys", "nvprof")
 PROFILE_WORKER = "trainbench.profile.worker"
 LOG_HEAD_CHARS = 1 << 20
 
@@ -52,17 +51,16 @@ class ProfileRun(RunStore):
 
 def check_profiler(name: str, profiler: Profiler, configs: Sequence[BenchConfig], log_dir: Path) -> GpuTarget | None:
     """Everything that would make the whole sweep fail, checked before anything runs."""
-    gpu = None
-    if name in EXTERNAL:
-        gpu = query_gpu(name)  # an explicit --device cpu is refused by the command, before any of this
-    elif name != configs[0].model.framework:
-        raise UsageError(f"the {name} profiler profiles the {name} engine: add --framework {name}")
+    # Judged on 'auto': an explicit --device cpu was refused where the device was asked for (the command, the
+    # campaign's filter); one resolved to the CPU is only noted, since nvidia-smi may list a GPU NVML hides.
+    refuse(problems(configs[0].model, device="auto", profiler=name))
+    gpu = query_gpu(name) if name in GPU_PROFILERS else None
     profiler.prepare(gpu, log_dir)
     return gpu
 
 
 def with_window(config: BenchConfig, window: ProfileConfig, run_dir: Path) -> BenchConfig:
-    trace_dir = str(trace_dir_for(run_dir.resolve(), config.batch_size)) if window.tool in ("torch", "tf") else None
+    trace_dir = str(trace_dir_for(run_dir.resolve(), config.batch_size)) if window.tool in FRAMEWORK_PROFILERS else None
     return dataclasses.replace(config, profile=dataclasses.replace(window, trace_dir=trace_dir))
 
 

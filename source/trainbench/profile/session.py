@@ -5,18 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainbench.bench.stats import images_per_sec
-from trainbench.config import BenchConfig, ProfileConfig
+from trainbench.config import FRAMEWORK_PROFILERS, BenchConfig, ProfileConfig, profiler_problem
 from trainbench.engines.base import StepRunner
+from trainbench.errors import UsageError
 from trainbench.profile.markers import markers_for
 from trainbench.profile.window import CaptureHooks, WindowHooks, WindowRecorder, profile_window
 from trainbench.results.records import BatchResult, Status
 
 
 def framework_hooks(window: ProfileConfig, framework: str, device: str) -> list[WindowHooks]:
-    if window.tool not in ("torch", "tf"):
+    if window.tool not in FRAMEWORK_PROFILERS:
         return []
-    if window.tool != framework:
-        raise ValueError(f"the {window.tool} profiler cannot profile the {framework} engine")
+    if problem := profiler_problem(window.tool, framework, device):  # config.problems' rule
+        raise UsageError(problem)
     trace_dir = Path(window.trace_dir or ".")
     trace_dir.mkdir(parents=True, exist_ok=True)
     if framework == "torch":

@@ -36,7 +36,7 @@ if (( repeats < 1 || (stop_iteration - warmup) / repeats < 1 )); then
   exit 2
 fi
 args=(throughput --framework "${FRAMEWORK:-torch}" --precision "${PRECISION:-fp32}" --warmup "$warmup"
-      --steps "$(((stop_iteration - warmup) / repeats))" --repeats "$repeats" --output "${OUTPUT:-throughput_data}")
+      --steps "$(((stop_iteration - warmup) / repeats))" --windows "$repeats" --output "${OUTPUT:-throughput_data}")
 [[ -n "${BATCH_SIZES:-}" ]] && args+=(--batch-sizes "$BATCH_SIZES")
 if [[ -n "${DATA_DIR:-}" ]]; then args+=(--data "$DATA_DIR"); else args+=(--synthetic); fi
 read -r -a extra <<< "${EXTRA_ARGS:-}"

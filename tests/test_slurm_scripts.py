@@ -143,7 +143,7 @@ def test_settings_from_the_environment(tmp_path: Path) -> None:
            "STEPS": "200", "REPEATS": "3", "EXTRA_ARGS": "--channels-last  --timeout 900", "OUTPUT": "my results",
            "RDZV_PORT": "29611", "RDZV_HOST": "gpu-a02-ib"}
     line = task(tmp_path, run(tmp_path, env))
-    assert [line.value(o) for o in ("--batch-sizes", "--precision", "--data", "--warmup", "--steps", "--repeats")] \
+    assert [line.value(o) for o in ("--batch-sizes", "--precision", "--data", "--warmup", "--steps", "--windows")] \
         == ["64,256", "bf16", "/data/image net", "20", "200", "3"]
     assert "--synthetic" not in line.args
     assert line.args[-3:] == ["--channels-last", "--timeout", "900"]  # after the script's own: they win

@@ -78,7 +78,8 @@ def test_compiling_on_the_cpu_is_timed_apart_from_every_window(tmp_path: Path) -
     summary, steps, _ = read_run(run_dir)
     (row,) = summary["results"]
     assert row["status"] == "ok" and row["compile_s"] > 1.0
-    assert row["window_s"] < row["compile_s"] / 5
+    # Were the compile inside the window, window_s would exceed compile_s; half leaves room for a loaded machine.
+    assert row["window_s"] < row["compile_s"] / 2, (row["window_s"], row["compile_s"])
     assert [r["phase"] for r in steps] == ["timed", "timed"]
 
 

@@ -15,7 +15,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare two throughput runs with a significance test",
         description="Per batch size: images/s of both runs, B's change over A, and a two-sided Mann-Whitney U "
-        "test on the windows' images/s when both runs timed 3 or more windows (--repeats), else on their step "
+        "test on the windows' images/s when both runs timed 3 or more windows (--windows), else on their step "
         "times (significant when p < --alpha). Settings in which the runs differ are listed first.",
     )
     parser.add_argument("run_a", type=path_text, metavar="RUN_A", help="baseline run folder")

@@ -61,7 +61,7 @@ from trainbench.results.layout import (
     batch_file,
     in_unfinished_run,
 )
-from trainbench.results.records import is_measurement, unstamped
+from trainbench.results.records import RecordError, is_measurement, unstamped
 from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import DEFAULT_OUTLIER_THRESHOLD, TELEMETRY_DIR, VARIABILITY_FILE
 from trainbench.training.loop import FAILURES_FILE, METRICS_FILE
@@ -91,15 +91,22 @@ def _readable(data: ReportData, read: Callable[[Path], Found], path: Path) -> Fo
     except UsageError as error:
         named = str(path.parent) in str(error)  # the file, or one beside it (a campaign's run file)
         data.skipped.append(str(error) if named else f"{path}: {error}")
-    except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:  # RecursionError: JSON nested deep
+    except RecordError as error:  # a file of the wrong shape, the message says how
+        data.skipped.append(f"{path}: {error}")
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:  # RecursionError: deep JSON
+        # what an unreadable file raises; anything else is a reader's bug, and fails instead of hiding on the page
         data.skipped.append(f"{path}: {type(error).__name__}: {error}")
     return None
 
 
 def _json_object(path: Path) -> dict[str, Any]:
-    content = json.loads(path.read_text(encoding="utf-8"))
+    """The file's object; a UsageError naming this file (a training's config.json is read for its metrics.jsonl)."""
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise UsageError(f"{path}: {type(error).__name__}: {error}") from None
     if not isinstance(content, dict):
-        raise ValueError("not a JSON object")
+        raise UsageError(f"{path}: not a JSON object")
     return unstamped(content)
 
 

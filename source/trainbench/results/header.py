@@ -1,7 +1,8 @@
 """A run's header: the settings a throughput run's ``summary.json`` and a profile's ``profile.json`` start with.
 
-Both write one ``RunHeader`` (``to_json``), in one shape; every reader reads it with ``RunHeader.read`` from a
-summary of any format so far, so no reader needs a fallback of its own.
+Both write one ``RunHeader`` (``run_header`` in bench.sweep builds it, ``to_json`` writes it), in one shape.
+``RunHeader.read`` reads the header of a summary of any format so far, and ``results.store.read_summary`` hands
+every reader the header in today's shape (``RunHeader.read(...).to_json()``), so no reader needs a fallback.
 
 On disk the header is flat, as readers and scripts have always read it:
 
@@ -88,7 +89,8 @@ class RunHeader:
         out["launch"] = self.launch
         if self.profiling is not None:
             out.update({name: getattr(self.profiling, name) for name in _PROFILING})
-        kept = {name: value for name, value in out.items() if value is not None or name in _PROFILING}
+        kept = {name: value for name, value in out.items()
+                if name in _PROFILING or (value is not None and not (name == "model" and value == {}))}
         return {**kept, **self.extra}
 
     @classmethod
@@ -117,6 +119,8 @@ def _timing(header: Mapping[str, Any]) -> Timing | None:
 
 
 def _profiling(header: Mapping[str, Any]) -> Profiling | None:
-    if header.get("profiler") is None:
+    profiler = header.get("profiler")
+    if profiler is None:
         return None
-    return Profiling(*(header.get(name) for name in _PROFILING))
+    return Profiling(profiler, header.get("window"), header.get("gpu"), header.get("settings"),
+                     header.get("clock_control"))

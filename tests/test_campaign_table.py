@@ -21,7 +21,6 @@ from trainbench.bench.timing import Window
 from trainbench.campaign.matrix import Experiment, Matrix, load_matrix, planned_runs
 from trainbench.campaign.table import (
     COLUMNS,
-    TABLE_FILE,
     campaign_runs,
     campaign_summary,
     campaign_table,
@@ -31,6 +30,7 @@ from trainbench.campaign.table import (
 )
 from trainbench.profile.run import ProfileRun
 from trainbench.results.files import temporary_files, write_json_atomic
+from trainbench.results.layout import RESULTS
 from trainbench.results.records import BatchResult, Status
 
 MATRIX = """\
@@ -144,7 +144,7 @@ def campaign(tmp_path: Path, matrix: Matrix) -> tuple[Path, dict[str, Any]]:
 
 def read_back(root: Path) -> pd.DataFrame:
     path = write_campaign_table(root)
-    assert path == root / TABLE_FILE and not temporary_files(path)
+    assert path == root / RESULTS and not temporary_files(path)
     return pd.read_csv(path)
 
 
@@ -271,7 +271,7 @@ def test_the_frame_is_what_the_csv_reads_back(campaign: tuple[Path, dict[str, An
         np.testing.assert_array_equal(frame[column].astype("float64").to_numpy(), back[column].to_numpy())
     for column, seen in (("channels_last", {False}), ("input_bound", {True, False})):  # bools, NaN where absent
         assert set(back[column].dropna()) == seen and all(isinstance(v, bool) for v in back[column].dropna())
-    assert (root / TABLE_FILE).read_text().splitlines()[1].startswith("0,0,0,")  # whole numbers written as such
+    assert (root / RESULTS).read_text().splitlines()[1].startswith("0,0,0,")  # whole numbers written as such
 
 
 def test_summary_per_configuration_over_repetitions(campaign: tuple[Path, dict[str, Any]]) -> None:

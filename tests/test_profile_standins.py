@@ -136,6 +136,10 @@ def test_ncu_script_on_hopper_profiles_the_window_and_summarises_each_batch(tmp_
     assert profile["gpu"] == {"name": "NVIDIA H100 80GB HBM3", "compute_capability": [9, 0]}
     assert profile["settings"] == option(profiled[0], "--metrics").split(",")
     assert profile["window"]["start_iteration"] == 1 and profile["window"]["iterations"] == 2
+    # the throughput run's header shape: the model's settings at the top level too, data, launch, workload
+    assert profile["framework"] == profile["model"]["framework"] and profile["device"] == profile["model"]["device"]
+    assert profile["workload"] == "resnet50" and profile["data"] == "synthetic" and profile["launch"]["nodes"] == 1
+    assert "timed_steps" not in profile  # the profiler's window replaces the timing
     summary = read_summary(run_dir)
     assert [row["batch_size"] for row in summary] == ["2", "3"]
     for row in summary:

@@ -52,6 +52,8 @@ def test_throughput_sweep_writes_a_complete_run(tmp_path: Path, framework: str) 
     summary, steps, env = read_run(run_dir)
     assert (summary["framework"], summary["precision"], summary["image_size"], summary["data"]) == (
         framework, "fp32", 64, "synthetic")
+    assert (summary["workload"], summary["warmup_steps"], summary["timed_steps"], summary["windows"]) == (
+        "resnet50", 1, 3, 1)  # the run header's shape (results.header), as a profile writes it
     assert [r["batch_size"] for r in summary["results"]] == [1, 2]
     for entry in summary["results"]:
         check_ok_result(entry, steps)

@@ -24,7 +24,8 @@ from typing import Any
 import pandas as pd
 
 from trainbench.errors import UsageError
-from trainbench.results.files import in_unfinished_run
+from trainbench.results.header import RunHeader
+from trainbench.results.layout import ENV, NSYS_TIMELINE, PROFILE, SUMMARY, batch_file, in_unfinished_run
 from trainbench.results.records import BatchResult, RunSummary, Status, is_measurement
 from trainbench.results.store import read_summary
 
@@ -49,15 +50,16 @@ def summary_files(folders: list[Path]) -> list[Path]:
         if not folder.is_dir():
             what = "a file" if folder.exists() else "no such folder"
             raise UsageError(f"{folder}: not a folder of runs ({what})")
-        for name in ("summary.json", "profile.json"):
+        for name in (SUMMARY, PROFILE):
             found.extend(path for path in sorted(folder.rglob(name)) if not in_unfinished_run(path, folder))
     return sorted(set(found))
 
 
 # Header fields that are no setting of what a run measured: the parameters (image_size; processes per node times
-# nodes is gpus) and where its processes met or its profiler wrote its trace.
+# nodes is gpus), where its processes met or its profiler wrote its trace, and how many windows took the values
+# (each window is a value of its own).
 NOT_SETTINGS = frozenset({"image_size", "launch.processes_per_node", "launch.nodes", "launch.rdzv_endpoint",
-                          "launch.rdzv_id", "window.trace_dir"})
+                          "launch.rdzv_id", "window.trace_dir", "windows"})
 NOT_RECORDED = "not recorded"
 
 
@@ -97,16 +99,15 @@ def run_settings(header: dict[str, Any], env: Any = None) -> dict[str, str]:
 
 def config_label(header: dict[str, Any]) -> str:
     """What a run measured apart from the parameters: "torch fp32 cpu synthetic" plus its step settings."""
-    model = header.get("model")
-    model = model if isinstance(model, dict) else {}
-    parts = [str(header.get(key, model.get(key, "?"))) for key in ("framework", "precision", "device")]
-    data = header.get("data")
-    parts.append("synthetic" if data in (None, "synthetic") else f"data={Path(str(data)).name}")
+    run = RunHeader.read(header)
+    model = run.model
+    parts = [str("?" if value is None else value) for value in (run.framework, run.precision, run.device)]
+    parts.append("synthetic" if run.data in (None, "synthetic") else f"data={Path(str(run.data)).name}")
     if model.get("compile"):
         parts.append(f"compile={model.get('compile_mode', 'default')}")
     parts.extend(flag.replace("_", "-") for flag in ("xla", "cuda_graph", "channels_last") if model.get(flag))
-    if header.get("profiler"):
-        parts.append(f"under {header['profiler']}")
+    if run.profiling is not None:
+        parts.append(f"under {run.profiling.profiler}")
     return " ".join(parts)
 
 
@@ -141,8 +142,7 @@ def _gpus(header: dict[str, Any], result: BatchResult, where: str) -> int:
 
 
 def _image_size(header: dict[str, Any]) -> int | None:
-    model = header.get("model")
-    size = header.get("image_size") or (model.get("image_size") if isinstance(model, dict) else None)
+    size = RunHeader.read(header).image_size
     return None if size is None else _whole(size, "image_size")
 
 
@@ -162,7 +162,7 @@ def _throughput_values(result: BatchResult, gpus: int, where: str) -> Iterator[t
 
 def _timeline_values(path: Path, result: BatchResult) -> list[tuple[str, str, float]]:
     """nsys: each step's GPU busy time, and per kernel name its GPU time per step (one value per batch size)."""
-    timeline = path.parent / f"batch_{result.batch_size}.timeline.json"
+    timeline = batch_file(path.parent, result.batch_size, NSYS_TIMELINE)
     try:
         summary = json.loads(timeline.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as error:
@@ -204,7 +204,7 @@ class Gathered:
 
 def _env(path: Path) -> Any:
     try:
-        return json.loads((path.parent / "env.json").read_text(encoding="utf-8"))
+        return json.loads((path.parent / ENV).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None  # a run copied without it: its CPU and GPU count as not recorded
 
@@ -221,7 +221,7 @@ def _rows(path: Path, summary: RunSummary, left_out: list[str]) -> Iterator[dict
         where = f"results[{index}]"
         try:
             gpus, image_size = _gpus(header, result, where), _image_size(header)
-            values = (_timeline_values(path, result) if path.name == "profile.json"
+            values = (_timeline_values(path, result) if path.name == PROFILE
                       else list(_throughput_values(result, gpus, where)))
         except _LeftOut as problem:
             left_out.append(f"{problem.file or path}: {problem}")

@@ -31,7 +31,9 @@ import numpy as np
 import pandas as pd
 
 from trainbench.errors import UsageError
-from trainbench.results.files import batch_file, write_text_atomic
+from trainbench.results.files import write_text_atomic
+from trainbench.results.header import RunHeader
+from trainbench.results.layout import ENV, STEPS, SUMMARY, batch_file
 from trainbench.results.records import RecordError, Status, format_of
 from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import (
@@ -47,9 +49,6 @@ from trainbench.telemetry.schema import (
     variability_run_name,
 )
 
-SUMMARY_FILE = "summary.json"
-ENV_FILE = "env.json"
-STEPS_FILE = "steps.csv"
 RUNS_FILE = "variability_runs.csv"
 GPUS_FILE = "variability_gpus.csv"
 ACROSS_FILE = "variability_across.csv"
@@ -134,9 +133,9 @@ def load_runs(folder: Path) -> pd.DataFrame:
     for gpu in plan["gpus"]:
         for repetition in range(plan["repetitions"]):
             run_dir = folder / variability_run_name(gpu["index"], repetition)
-            if not (run_dir / SUMMARY_FILE).is_file():
+            if not (run_dir / SUMMARY).is_file():
                 continue  # not run yet, or killed before its summary: nothing measured
-            summary = read_summary(run_dir / SUMMARY_FILE, "throughput run")
+            summary = read_summary(run_dir / SUMMARY, "throughput run")
             settings.check(run_dir.name, summary.header)
             host = plan.get("host") or _env_hostname(run_dir)
             for result in summary.results:
@@ -198,7 +197,7 @@ def unmeasured(folder: Path, runs: pd.DataFrame) -> pd.DataFrame:
             continue
         names = [variability_run_name(gpu["index"], r) for r in range(plan["repetitions"])]
         present = [name for name in names if (folder / name).is_dir()]
-        reason = (f"{len(present)} of its {len(names)} run folders exist, none with a {SUMMARY_FILE}" if present
+        reason = (f"{len(present)} of its {len(names)} run folders exist, none with a {SUMMARY}" if present
                   else f"none of its {len(names)} run folders exists")
         rows.append({"gpu_index": gpu["index"], "uuid": gpu.get("uuid"), "name": gpu.get("name"), "reason": reason})
     return pd.DataFrame(rows, columns=list(UNMEASURED_COLUMNS)).astype({"gpu_index": "int64"})
@@ -207,7 +206,7 @@ def unmeasured(folder: Path, runs: pd.DataFrame) -> pd.DataFrame:
 def _env_hostname(run_dir: Path) -> str | None:
     """The host a run's env.json names (only when the plan has none); None when it cannot be read."""
     try:
-        env = json.loads((run_dir / ENV_FILE).read_text(encoding="utf-8"))
+        env = json.loads((run_dir / ENV).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     host = env.get("hostname") if isinstance(env, dict) else None
@@ -348,7 +347,7 @@ def iterations(run_dir: Path, batch_size: int, gpu: int | None = None) -> pd.Dat
 def _steps_only(run_dir: Path, batch_size: int) -> pd.DataFrame:
     """The timed steps steps.csv recorded (a run without a timeline: CPU, no NVML, telemetry off): durations
     only; ``window`` from the summary's timed_steps when it says, ``step`` as steps.csv numbers them."""
-    table = _read_csv(run_dir / STEPS_FILE)
+    table = _read_csv(run_dir / STEPS)
     if table is None or not {"batch_size", "phase", "step", "seconds"} <= set(table.columns):
         return _iteration_frame(pd.DataFrame())
     mine = table[(_numbers(table, "batch_size") == batch_size) & (table["phase"] == PHASE_TIMED)]
@@ -360,9 +359,10 @@ def _steps_only(run_dir: Path, batch_size: int) -> pd.DataFrame:
 
 def _timed_steps(run_dir: Path) -> int | None:
     try:
-        value = read_summary(run_dir / SUMMARY_FILE).header.get("timed_steps")
+        timing = RunHeader.read(read_summary(run_dir / SUMMARY).header).timing
     except UsageError:
         return None
+    value = timing.timed_steps if timing else None
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 

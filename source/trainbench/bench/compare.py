@@ -22,13 +22,14 @@ from scipy.stats import mannwhitneyu
 
 from trainbench.config import float_problem
 from trainbench.errors import UsageError
+from trainbench.results.layout import ENV, STEPS, SUMMARY
 from trainbench.results.records import BatchResult
 from trainbench.results.store import read_summary
 
 COLUMNS = ["batch_size", "images_per_sec_a", "images_per_sec_b", "change_pct", "p_value", "significant", "sample"]
 MIN_WINDOWS = 3  # with fewer, Mann-Whitney cannot reach p < 0.1 on windows alone
 # summary.json's header fields that change what is measured; "model" is compared field by field.
-SETTINGS = ("framework", "precision", "image_size", "device", "data", "warmup_steps", "timed_steps",
+SETTINGS = ("workload", "framework", "precision", "image_size", "device", "data", "warmup_steps", "timed_steps",
             "sync_every_step")
 
 
@@ -75,7 +76,7 @@ def _check_measured(path: Path, position: int, result: BatchResult) -> BatchResu
 
 
 def _read_steps(run_dir: Path, needed: bool) -> pd.DataFrame:
-    path = run_dir / "steps.csv"
+    path = run_dir / STEPS
     if not needed and not path.exists():
         return pd.DataFrame({"batch_size": [], "seconds": []})
     try:
@@ -93,14 +94,14 @@ def load_run(run_dir: Path) -> Run:
     """A run folder checked for the shape compare relies on; a one-line UsageError naming the file otherwise."""
     if not run_dir.is_dir():
         raise _bad(run_dir, "not a throughput run folder (no such folder)")
-    summary_path = run_dir / "summary.json"
+    summary_path = run_dir / SUMMARY
     if not summary_path.exists():
         raise _bad(run_dir, "not a throughput run folder (no summary.json)")
     summary = read_summary(summary_path, "throughput run")
     if invalid := summary.invalid_results():  # a test of no measurement would be no verdict: refuse, as for a bad file
         raise UsageError(str(invalid[0].error))
     results = [_check_measured(summary_path, i, r) for i, r in enumerate(summary.results)]
-    env_path = run_dir / "env.json"
+    env_path = run_dir / ENV
     env = _read_json(env_path) if env_path.exists() else {}
     by_batch = {r.batch_size: r for r in results}
     steps = _read_steps(run_dir, needed=bool(summary.ok_results()))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from trainbench.results.files import append_csv
+from trainbench.results.layout import STEPS
 from trainbench.results.records import BatchResult
 from trainbench.results.store import RunStore
 from trainbench.telemetry.schema import GPU_TELEMETRY, TELEMETRY_VALUES
@@ -55,6 +56,6 @@ class ThroughputRun(RunStore):
             for i, seconds in enumerate(times)
         ]
         if rows:
-            append_csv(self.path / "steps.csv", STEP_FIELDS, rows)
+            append_csv(self.path / STEPS, STEP_FIELDS, rows)
         super().add(BatchResult(result.batch_size, result.status, result.error, values))
 

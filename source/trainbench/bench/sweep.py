@@ -22,7 +22,17 @@ from trainbench.report.plot import plot_throughput
 from trainbench.report.table import format_table
 from trainbench.report.telemetry_plot import plot_telemetry
 from trainbench.results.failure import says_out_of_memory
-from trainbench.results.files import batch_file, create_run_dir, rank_files, worker_file, write_json_atomic
+from trainbench.results.files import create_run_dir, rank_files, write_json_atomic
+from trainbench.results.header import Profiling, RunHeader, Timing
+from trainbench.results.layout import (
+    ENV,
+    TELEMETRY_PLOT,
+    THROUGHPUT_PLOT,
+    WORKER_CONFIG,
+    WORKER_RESULT,
+    batch_file,
+    worker_file,
+)
 from trainbench.results.records import BatchResult, Status
 from trainbench.results.store import RunStore
 from trainbench.telemetry.env import collect_env
@@ -80,8 +90,8 @@ def run_worker(config: BenchConfig, run: RunStore, timeout_s: float | None = Non
     ``prefix`` is a command the worker runs under (a profiler); ``timeline``: the worker writes its GPU timeline
     to ``telemetry/batch_<X>.csv``; ``env``: variables set for the worker (CUDA_VISIBLE_DEVICES)."""
     batch = config.batch_size
-    config_path = worker_file(run.path, batch, ".config.json")
-    result_path = worker_file(run.path, batch, ".result.json")
+    config_path = worker_file(run.path, batch, WORKER_CONFIG)
+    result_path = worker_file(run.path, batch, WORKER_RESULT)
     write_json_atomic(config_path, to_dict(config))
     log_path = run.log_path(batch)
     command = [*prefix, *worker_command(config, worker), str(config_path), str(result_path)]
@@ -152,6 +162,18 @@ def run_sweep(
     return versions
 
 
+def run_header(config: BenchConfig, profiling: Profiling | None = None) -> RunHeader:
+    """The header of a run of ``config``'s settings (any of its batch sizes): a throughput run's, with its timing,
+    or a profile's (``profiling``), whose profiler window replaces the timing."""
+    model = config.model
+    timing = Timing(warmup_steps=config.warmup_steps, timed_steps=config.steps, windows=config.windows,
+                    sync_every_step=config.sync_every_step, telemetry_interval_s=config.telemetry_interval_s)
+    return RunHeader(framework=model.framework, precision=model.precision, device=model.device,
+                     image_size=model.image_size, data=config.data_label, model=to_dict(model),
+                     launch=to_dict(config.launch),  # batch sizes are per process; images/s counts every process
+                     timing=None if profiling else timing, profiling=profiling)
+
+
 def measure_throughput(
     configs: list[BenchConfig],
     output: Path,
@@ -163,29 +185,16 @@ def measure_throughput(
     """A whole sweep (one model configuration, several batch sizes) into a new run folder under ``output``, or into
     ``run_dir`` (a campaign's folder for this run, already made and empty); ``env``: set for every worker."""
     model = configs[0].model
-    header = {
-        "framework": model.framework,
-        "precision": model.precision,
-        "image_size": model.image_size,
-        "data": configs[0].data_label,
-        "device": model.device,
-        "model": to_dict(model),
-        "warmup_steps": configs[0].warmup_steps,
-        "timed_steps": configs[0].steps,
-        "sync_every_step": configs[0].sync_every_step,
-        "telemetry_interval_s": configs[0].telemetry_interval_s,
-        "launch": to_dict(configs[0].launch),  # batch sizes are per process; images/s counts every process
-    }
     run_dir = run_dir or create_run_dir(output, f"{model.framework}_{model.precision}_{model.device}")
     environment = collect_env(sys.argv, {**os.environ, **(env or {})})  # what the workers run with
-    write_json_atomic(run_dir / "env.json", environment)
-    store = ThroughputRun(run_dir, header)
+    write_json_atomic(run_dir / ENV, environment)
+    store = ThroughputRun(run_dir, run_header(configs[0]).to_json())
     echo(f"run folder: {run_dir}")
     versions = run_sweep(configs, store, echo, timeout_s, env)
-    write_json_atomic(run_dir / "env.json", {**environment, "framework": versions})
+    write_json_atomic(run_dir / ENV, {**environment, "framework": versions})
     title = f"ResNet-50 {model.framework} {model.precision} on {model.device}, image {model.image_size}px"
-    plot_throughput({model.framework: store.rows()}, run_dir / "throughput.png", title)
-    if plot_telemetry(run_dir / TELEMETRY_DIR, run_dir / "telemetry.png", f"GPU telemetry: {title}"):
-        echo(f"GPU timeline: {run_dir / 'telemetry.png'}")
+    plot_throughput({model.framework: store.rows()}, run_dir / THROUGHPUT_PLOT, title)
+    if plot_telemetry(run_dir / TELEMETRY_DIR, run_dir / TELEMETRY_PLOT, f"GPU telemetry: {title}"):
+        echo(f"GPU timeline: {run_dir / TELEMETRY_PLOT}")
     echo(format_table(store.rows()))
     return store

@@ -37,8 +37,6 @@ from trainbench.bench.launch import local_process_problem
 from trainbench.bench.sweep import measure_throughput
 from trainbench.campaign.matrix import Experiment, Matrix, bench_configs, planned_runs
 from trainbench.campaign.table import (
-    CAMPAIGN_FILE,
-    RUN_FILE,
     CampaignMatrix,
     RunInfo,
     finished_folders,
@@ -49,7 +47,8 @@ from trainbench.config import BenchConfig
 from trainbench.engines.base import resolve_device_here
 from trainbench.errors import UsageError
 from trainbench.profile.run import run_profile
-from trainbench.results.files import ABANDONED, IN_PROGRESS, REFUSED, write_json_atomic
+from trainbench.results.files import write_json_atomic
+from trainbench.results.layout import ABANDONED, CAMPAIGN, CAMPAIGN_RUN, FINISHED, IN_PROGRESS, REFUSED, RUN_PREFIX
 from trainbench.results.records import format_of, unstamped
 from trainbench.results.store import RunStore
 
@@ -65,7 +64,7 @@ class PlannedRun:
 
     @property
     def stem(self) -> str:
-        return f"run_{self.repetition}_{self.experiment.name}"
+        return f"{RUN_PREFIX}{self.repetition}_{self.experiment.name}"
 
 
 @dataclass(frozen=True)
@@ -124,7 +123,7 @@ def run_claim(folder: Path, run: PlannedRun) -> Iterator[None]:
 def check_campaign(folder: Path, matrix: Matrix, shuffle_seed: int | None, replace: bool) -> None:
     """Refuse, reading only, what ``open_campaign`` would refuse in an existing campaign.json (for --emit-slurm:
     its tasks would all fail)."""
-    path = folder / CAMPAIGN_FILE
+    path = folder / CAMPAIGN
     if path.is_file() and not replace:
         _same_plan(path, _read_campaign(path), matrix.fingerprint(), shuffle_seed)
 
@@ -141,7 +140,7 @@ def _same_plan(path: Path, old: dict[str, Any], fingerprint: str, shuffle_seed: 
 def _run_file_of(path: Path) -> RunInfo | None:
     """A run folder's campaign_run.json; None when unreadable (the table shows why)."""
     try:
-        return read_run_info(path / RUN_FILE)
+        return read_run_info(path / CAMPAIGN_RUN)
     except UsageError:
         return None
 
@@ -172,7 +171,7 @@ def open_campaign(folder: Path, matrix: Matrix, shuffle_seed: int | None, planne
     fingerprint = matrix.fingerprint()
     record: dict[str, Any] = {"matrix": matrix.source, "fingerprint": fingerprint, "shuffle": shuffle_seed,
                               "runs": len(planned)}
-    path = folder / CAMPAIGN_FILE
+    path = folder / CAMPAIGN
     with campaign_lock(folder):
         old = _read_campaign(path) if path.exists() else None
         if old is not None and not replace:
@@ -203,13 +202,13 @@ def _read_campaign(path: Path) -> dict[str, Any]:
     return unstamped(data)
 
 
-_FINISHED = re.compile(r"_ret_(\d+)")
+_FINISHED = re.compile(rf"{FINISHED}(\d+)")
 
 
 def finished_folder(folder: Path, run: PlannedRun, answers: CampaignMatrix | None = None) -> Path | None:
     """The run's finished folder (``<stem>_ret_<code>``) of the matrix ``answers`` stands for (any matrix when
     None), None when it has not finished; a finished folder of another matrix is refused (``_taken_names``)."""
-    for path in sorted(folder.glob(f"{run.stem}_ret_*")):
+    for path in sorted(folder.glob(f"{run.stem}{FINISHED}*")):
         if not (_FINISHED.fullmatch(path.name[len(run.stem):]) and path.is_dir()):
             continue
         if answers is not None and not answers.answers(_run_file_of(path)):
@@ -237,7 +236,7 @@ def _start(folder: Path, run: PlannedRun, fingerprint: str) -> Path:
                 attempt += 1
             _written(lambda: path.rename(folder / f"{run.stem}{ABANDONED}{attempt}"), path)
         _written(path.mkdir, path)
-    write_json_atomic(path / RUN_FILE, {"run": run.number, "repetition": run.repetition,
+    write_json_atomic(path / CAMPAIGN_RUN, {"run": run.number, "repetition": run.repetition,
                                         "experiment": run.experiment.index, "config": run.experiment.name,
                                         "values": run.experiment.values, "fingerprint": fingerprint})
     return path
@@ -245,7 +244,7 @@ def _start(folder: Path, run: PlannedRun, fingerprint: str) -> Path:
 
 def _finish(folder: Path, path: Path, run: PlannedRun, code: int) -> Path:
     with campaign_lock(folder):
-        done = _written(lambda: path.rename(folder / f"{run.stem}_ret_{code}"), path)
+        done = _written(lambda: path.rename(folder / f"{run.stem}{FINISHED}{code}"), path)
         write_campaign_table(folder)
     return done
 

@@ -67,15 +67,19 @@ from trainbench.campaign.matrix import AXES, NO_PROFILER
 from trainbench.errors import UsageError
 from trainbench.report.table import aligned
 from trainbench.results.files import write_text_atomic
+from trainbench.results.layout import (
+    CAMPAIGN,
+    CAMPAIGN_RUN,
+    FINISHED,
+    PROFILE,
+    RESULTS,
+    RUN_PREFIX,
+    SUMMARY,
+    profile_folder,
+)
 from trainbench.results.records import BatchResult, RecordError, Status, format_of, is_measured, is_measurement
 from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import TELEMETRY_VALUES
-
-CAMPAIGN_FILE = "campaign.json"  # the campaign's matrix: its fingerprint, and those it replaced
-RUN_FILE = "campaign_run.json"
-TABLE_FILE = "results.csv"
-SUMMARY_FILE = "summary.json"  # a throughput run's, directly in the run folder
-PROFILE_FILE = "profile.json"  # a profiled run's, in profiled_data_<profiler>/
 
 AXES_AFTER = "config"  # the axis columns are inserted after this one
 COLUMNS: tuple[str, ...] = (
@@ -112,7 +116,7 @@ STATISTICS = ("images_per_sec_median", "images_per_sec_min", "images_per_sec_max
 SUMMARY_COLUMNS = ("config", "batch_size", "runs", "ok", "invalid", *STATISTICS, "scaling_efficiency")
 
 # run_<repetition>_<config>_ret_<return code>; the config string never holds "_ret_<digits>" at its end
-_FINISHED = re.compile(r"run_(\d+)_(.+)_ret_(-?\d+)")
+_FINISHED = re.compile(rf"{RUN_PREFIX}(\d+)_(.+){FINISHED}(-?\d+)")
 
 Row = dict[str, Any]
 
@@ -177,7 +181,7 @@ class CampaignRuns:
 def finished_folders(campaign_dir: Path) -> list[RunFolder]:
     """The folders of finished runs, by name (anything else in the campaign folder is ignored)."""
     folders = []
-    for path in campaign_dir.glob("run_*_ret_*"):
+    for path in campaign_dir.glob(f"{RUN_PREFIX}*{FINISHED}*"):
         match = _FINISHED.fullmatch(path.name)
         if match and path.is_dir():
             folders.append(RunFolder(path, int(match[1]), match[2], int(match[3])))
@@ -221,7 +225,7 @@ def read_campaign_matrix(campaign_dir: Path) -> CampaignMatrix:
     """campaign.json's fingerprint and replaced ones; no fingerprint when it is absent or unreadable (the table is
     built anyway: it then counts every finished run)."""
     try:
-        data = json.loads((campaign_dir / CAMPAIGN_FILE).read_text(encoding="utf-8"))
+        data = json.loads((campaign_dir / CAMPAIGN).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return CampaignMatrix(None)
     fingerprint = data.get("fingerprint") if isinstance(data, dict) else None
@@ -302,8 +306,8 @@ def profile_row(result: BatchResult) -> Row:
 def _summary_path(folder: Path, info: RunInfo) -> Path:
     profiler = info.values.get("profiler", NO_PROFILER)
     if profiler == NO_PROFILER:
-        return folder / SUMMARY_FILE
-    return folder / f"profiled_data_{profiler}" / PROFILE_FILE
+        return folder / SUMMARY
+    return folder / profile_folder(profiler) / PROFILE  # a profiled run's, in a folder of the profiler's
 
 
 def result_rows(folder: RunFolder, info: RunInfo) -> list[Row]:
@@ -314,7 +318,7 @@ def result_rows(folder: RunFolder, info: RunInfo) -> list[Row]:
     summary = read_summary(path, "campaign run")
     if not summary.results:
         raise UsageError(f"{path}: no batch size finished (return code {folder.return_code})")
-    if path.name == PROFILE_FILE:
+    if path.name == PROFILE:
         return [profile_row(result) for result in summary.results]
     return [row for result in summary.results for row in throughput_rows(result)]
 
@@ -339,7 +343,7 @@ def folder_rows(folder: RunFolder, info: RunInfo | None, problem: str | None) ->
 
 def _read_folder(folder: RunFolder) -> tuple[RunInfo | None, str | None]:
     try:
-        return read_run_info(folder.path / RUN_FILE), None
+        return read_run_info(folder.path / CAMPAIGN_RUN), None
     except UsageError as error:
         return None, str(error)
 
@@ -389,7 +393,7 @@ def _result_time(item: Item) -> tuple[int, str]:
     """When the folder's result was written (its summary, else its run file, else the folder), then its name."""
     folder, info, _ = item
     candidates = [_summary_path(folder.path, info)] if info is not None else []
-    for path in [*candidates, folder.path / RUN_FILE, folder.path]:
+    for path in [*candidates, folder.path / CAMPAIGN_RUN, folder.path]:
         try:
             return path.stat().st_mtime_ns, folder.path.name
         except OSError:
@@ -424,7 +428,7 @@ def campaign_runs(campaign_dir: Path) -> CampaignRuns:
     kept, notes = _one_per_run([item for item in items if matrix.answers(item[1])])
     if other:
         notes.insert(0, f"{len(other)} run folder{'s' if len(other) > 1 else ''} of another matrix than "
-                        f"{CAMPAIGN_FILE}'s left out (the folder's matrix was replaced): {_named(other)}")
+                        f"{CAMPAIGN}'s left out (the folder's matrix was replaced): {_named(other)}")
     return CampaignRuns(sorted(kept, key=_order), notes)
 
 
@@ -446,7 +450,7 @@ def table_text(table: pd.DataFrame) -> str:
 def write_campaign_table(campaign_dir: Path) -> Path:
     """``results.csv`` rebuilt from the folders and replaced by rename (never half-written); its path. Concurrent
     callers are serialised by the runner's lock: this only makes each write whole."""
-    path = campaign_dir / TABLE_FILE
+    path = campaign_dir / RESULTS
     write_text_atomic(path, table_text(campaign_table(campaign_dir)))
     return path
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from trainbench.cli.options import SEED, path_text, whole_numbers
 from trainbench.errors import UsageError
+from trainbench.results.layout import RESULTS
 
 if TYPE_CHECKING:
     from trainbench.campaign.matrix import Matrix
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     for note in campaign_runs(folder).left_out:
         print(f"not in results.csv: {note}")
     print(f"campaign: ran {len(outcome.ran)}, {len(outcome.failed)} with a failed batch size; skipped "
-          f"{len(outcome.skipped)} finished before; results: {folder / 'results.csv'}")
+          f"{len(outcome.skipped)} finished before; results: {folder / RESULTS}")
     print(f"report: trainbench report {folder}", flush=True)
     print(folder)
     return 1 if outcome.failed else 0

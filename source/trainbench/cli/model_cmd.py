@@ -19,6 +19,7 @@ from trainbench.config import MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_PROCESSES
 from trainbench.errors import UsageError
 from trainbench.report.model_plot import Panel, plot_models
 from trainbench.results.files import create_run_dir, write_csv_atomic, write_json_atomic
+from trainbench.results.layout import MEASUREMENTS, MODEL, MODEL_PLOT
 
 OUTPUT = "model_data"
 # The largest value of each parameter a run can have: a point beyond it is no question a model of these runs answers
@@ -184,12 +185,12 @@ def run(args: argparse.Namespace) -> int:
         out = create_run_dir(Path(args.output), "_".join(parameters))
         for made in Path(scratch).iterdir():  # Extra-P's input and experiment files
             shutil.move(made, out / made.name)
-    write_csv_atomic(out / "measurements.csv", list(points.columns), points.to_dict("records"))
-    write_json_atomic(out / "model.json", {
+    write_csv_atomic(out / MEASUREMENTS, list(points.columns), points.to_dict("records"))
+    write_json_atomic(out / MODEL, {
         "sources": [str(folder.resolve()) for folder in folders], "parameters": parameters, "metrics": metrics,
         "strong_scaling": args.strong_scaling, "min_points": MIN_POINTS, "left_out": args.leave_out,
         "results_left_out": gathered.left_out, "models": [model.to_json() for model in models]})
-    plot_models([_panel(model, points) for model in models], out / "model.png")
+    plot_models([_panel(model, points) for model in models], out / MODEL_PLOT)
     if gathered.left_out:
         print(f"note: {gathered.left_out_line()}")
     for model in models:

@@ -31,7 +31,6 @@ import pandas as pd
 
 from trainbench.analysis.variability import across, load_runs, per_gpu, read_plan
 from trainbench.bench.compare import compare_loaded, load_run, setting_differences
-from trainbench.campaign.runner import CAMPAIGN_FILE
 from trainbench.campaign.table import campaign_runs, campaign_summary, runs_table
 from trainbench.cli.report_cmd import OUTPUT
 from trainbench.errors import UsageError
@@ -52,8 +51,17 @@ from trainbench.report.found import (
 from trainbench.report.html import render
 from trainbench.report.sections import invalid_items
 from trainbench.report.telemetry_plot import timeline_problems
-from trainbench.results.files import batch_file, in_unfinished_run
-from trainbench.results.records import is_measurement, unstamped
+from trainbench.results.layout import (
+    CAMPAIGN,
+    ENV,
+    MODEL,
+    PROFILE,
+    SUMMARY,
+    TRAIN_CONFIG,
+    batch_file,
+    in_unfinished_run,
+)
+from trainbench.results.records import RecordError, is_measurement, unstamped
 from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import DEFAULT_OUTLIER_THRESHOLD, TELEMETRY_DIR, VARIABILITY_FILE
 from trainbench.training.loop import FAILURES_FILE, METRICS_FILE
@@ -83,15 +91,22 @@ def _readable(data: ReportData, read: Callable[[Path], Found], path: Path) -> Fo
     except UsageError as error:
         named = str(path.parent) in str(error)  # the file, or one beside it (a campaign's run file)
         data.skipped.append(str(error) if named else f"{path}: {error}")
-    except (OSError, ValueError, KeyError, TypeError, RecursionError) as error:  # RecursionError: JSON nested deep
+    except RecordError as error:  # a file of the wrong shape, the message says how
+        data.skipped.append(f"{path}: {error}")
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, RecursionError) as error:  # RecursionError: deep JSON
+        # what an unreadable file raises; anything else is a reader's bug, and fails instead of hiding on the page
         data.skipped.append(f"{path}: {type(error).__name__}: {error}")
     return None
 
 
 def _json_object(path: Path) -> dict[str, Any]:
-    content = json.loads(path.read_text(encoding="utf-8"))
+    """The file's object; a UsageError naming this file (a training's config.json is read for its metrics.jsonl)."""
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise UsageError(f"{path}: {type(error).__name__}: {error}") from None
     if not isinstance(content, dict):
-        raise ValueError("not a JSON object")
+        raise UsageError(f"{path}: not a JSON object")
     return unstamped(content)
 
 
@@ -230,7 +245,7 @@ def _epoch_problem(row: dict[str, Any]) -> str | None:
 
 def read_training(path: Path) -> Training:
     folder = path.parent
-    config = _json_object(folder / "config.json") if (folder / "config.json").is_file() else None
+    config = _json_object(folder / TRAIN_CONFIG) if (folder / TRAIN_CONFIG).is_file() else None
     failures = ([row for _, row in _json_lines(folder / FAILURES_FILE) if row is not None]
                 if (folder / FAILURES_FILE).is_file() else [])
     epochs: list[dict[str, Any]] = []
@@ -324,7 +339,7 @@ def read_environment(path: Path) -> dict[str, Any]:
 
 def read_environments(data: ReportData, folders: list[Path]) -> list[Environment]:
     grouped: dict[str, Environment] = {}
-    for path in _files(folders, "env.json"):
+    for path in _files(folders, ENV):
         env = _readable(data, read_environment, path)
         if env is not None:
             grouped.setdefault(_environment_key(env), Environment(env, [])).folders.append(path.parent)
@@ -366,18 +381,18 @@ def gather(folders: list[Path]) -> ReportData:
     """Everything reportable under ``folders``; a file that cannot be read is listed in ``skipped``."""
     _check_folders(folders)
     data = ReportData([str(folder) for folder in folders])
-    campaigns, studies = _files(folders, CAMPAIGN_FILE), _files(folders, VARIABILITY_FILE)
+    campaigns, studies = _files(folders, CAMPAIGN), _files(folders, VARIABILITY_FILE)
     # a campaign's or a variability study's runs are shown by their own sections, not run by run
     grouped = [path.parent for path in (*campaigns, *studies)]
-    summaries = [path for path in _files(folders, "summary.json")
+    summaries = [path for path in _files(folders, SUMMARY)
                  if not any(root in path.parents for root in grouped)]
-    runs, profiles = _kept(data, read_run, summaries), _kept(data, read_profile, _files(folders, "profile.json"))
+    runs, profiles = _kept(data, read_run, summaries), _kept(data, read_profile, _files(folders, PROFILE))
     names = short_names([run.path for run in (*runs, *(profile.run for profile in profiles))])
     data.runs = [replace(run, name=names[run.path]) for run in runs]
     data.profiles = [replace(profile, run=replace(profile.run, name=names[profile.run.path])) for profile in profiles]
     data.campaigns = _kept(data, read_campaign, campaigns)
     data.variability = _kept(data, read_variability, studies)
-    data.models = _kept(data, read_model, _files(folders, "model.json"))
+    data.models = _kept(data, read_model, _files(folders, MODEL))
     data.trainings = _kept(data, read_training, _files(folders, METRICS_FILE))
     data.environments = read_environments(data, folders)
     data.comparisons = compare_with_first(data.runs)

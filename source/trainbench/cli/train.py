@@ -39,11 +39,12 @@ from trainbench.engines.base import Engine
 from trainbench.errors import UsageError
 from trainbench.results.failure import is_out_of_memory, one_line
 from trainbench.results.files import create_run_dir, write_json_atomic
+from trainbench.results.layout import ENV, TRAIN_CONFIG
 from trainbench.results.records import BatchResult, Status
 from trainbench.telemetry.env import collect_env
 from trainbench.training.loop import FAILURES_FILE, record_failure, train
 
-CONFIG_FILE = "config.json"
+CONFIG_FILE = TRAIN_CONFIG
 EPOCHS = field_default(TrainConfig, "epochs")  # --epochs has no argparse default: --resume must see it unset
 
 
@@ -154,7 +155,7 @@ def _start_record(run_dir: Path, config: TrainConfig) -> None:
     """config.json and env.json; a run folder that cannot be written (read-only, not a folder) is named in one line."""
     try:
         write_json_atomic(run_dir / CONFIG_FILE, to_dict(config))
-        write_json_atomic(run_dir / "env.json", collect_env(sys.argv))
+        write_json_atomic(run_dir / ENV, collect_env(sys.argv))
     except OSError as error:
         raise UsageError(f"{run_dir}: cannot write the run's files there ({error.strerror or error})") from None
 

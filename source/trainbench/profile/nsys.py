@@ -15,11 +15,12 @@ from trainbench.errors import UsageError
 from trainbench.profile.gpu_target import GpuTarget
 from trainbench.profile.tools import find_binary
 from trainbench.results.files import batch_file, write_json_atomic
+from trainbench.results.layout import NSYS_TIMELINE
 from trainbench.results.records import unstamped
 
 TRACES = "cuda,nvtx,cudnn,cublas"
 EXPORT_TIMEOUT_S = 1800  # a report of a whole training run can take minutes to export
-TIMELINE_SUFFIX = ".timeline.json"  # batch_<X>.timeline.json: analysis.timeline.summarize of that batch size
+TIMELINE_SUFFIX = NSYS_TIMELINE  # batch_<X>.timeline.json: analysis.timeline.summarize of that batch size
 
 
 def missing_report(report: Path) -> str:

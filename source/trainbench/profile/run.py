@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from trainbench.bench.sweep import run_worker
+from trainbench.bench.sweep import run_header, run_worker
 from trainbench.config import FRAMEWORK_PROFILERS, GPU_PROFILERS, BenchConfig, ProfileConfig, problems, refuse, to_dict
 from trainbench.errors import UsageError
 from trainbench.profile.framework import FrameworkProfiler, trace_dir_for
@@ -22,6 +22,8 @@ from trainbench.profile.nvprof import Nvprof
 from trainbench.profile.tools import Profiler
 from trainbench.report.plot import plot_against_batch_size
 from trainbench.results.files import create_fresh_dir, write_json_atomic
+from trainbench.results.header import Profiling
+from trainbench.results.layout import ENV, PROFILE, PROFILE_PLOT, profile_folder
 from trainbench.results.records import Status
 from trainbench.results.store import RunStore
 from trainbench.telemetry.env import collect_env
@@ -43,7 +45,7 @@ def make_profiler(name: str, metrics: list[str] | None = None, clock_control: st
 class ProfileRun(RunStore):
     """profile.json (settings and every batch size's record), summary.csv (one row per batch size), logs/."""
 
-    summary_name = "profile.json"
+    summary_name = PROFILE
 
     def __init__(self, path: Path, header: dict[str, Any], fields: Sequence[str]) -> None:
         super().__init__(path, header, ("batch_size", "status", *fields, "profiled_iterations", "error"))
@@ -108,17 +110,17 @@ def run_profile(
     clock_control: str = "base",
 ) -> ProfileRun:
     profiler = make_profiler(window.tool, metrics, clock_control)
-    run_dir = create_fresh_dir(output, f"profiled_data_{window.tool}")
+    run_dir = create_fresh_dir(output, profile_folder(window.tool))
     try:
         gpu = check_profiler(window.tool, profiler, configs, run_dir)
     except UsageError:
         if not any(run_dir.iterdir()):
             run_dir.rmdir()  # nothing ran: leave no empty folder behind
         raise
-    header = {"profiler": window.tool, "window": to_dict(window), "model": to_dict(configs[0].model),
-              "gpu": dataclasses.asdict(gpu) if gpu else None, "settings": getattr(profiler, "metrics", None),
-              "clock_control": getattr(profiler, "clock_control", None)}
-    write_json_atomic(run_dir / "env.json", collect_env(sys.argv))
+    profiling = Profiling(window.tool, to_dict(window), dataclasses.asdict(gpu) if gpu else None,
+                          getattr(profiler, "metrics", None), getattr(profiler, "clock_control", None))
+    header = run_header(configs[0], profiling).to_json()
+    write_json_atomic(run_dir / ENV, collect_env(sys.argv))
     store = ProfileRun(run_dir, header, profiler.summary_fields)
     echo(f"profile folder: {run_dir}")
     if gpu is not None and configs[0].model.device == "cpu":
@@ -139,9 +141,9 @@ def plot_profile(profiler: Profiler, store: ProfileRun, window: ProfileConfig) -
     """summary.png, redrawn after every batch size like summary.csv."""
     if not profiler.plot_fields:
         return
-    model = store.header["model"]
-    title = (f"ResNet-50 {model['framework']} {model['precision']}, {window.tool}, iterations "
+    header = store.header
+    title = (f"ResNet-50 {header['framework']} {header['precision']}, {window.tool}, iterations "
              f"{window.start_iteration}..{window.stop_iteration - 1}")
     rows = store.rows()
     lines = {label: (rows, field) for label, field in profiler.plot_fields}
-    plot_against_batch_size(lines, store.path / "summary.png", title, profiler.plot_ylabel)
+    plot_against_batch_size(lines, store.path / PROFILE_PLOT, title, profiler.plot_ylabel)

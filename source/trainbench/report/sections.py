@@ -27,6 +27,8 @@ from trainbench.report.found import (
 from trainbench.report.page import Section, cell_text, figure_image, frame_table, heading, image, paragraph, table
 from trainbench.report.plot import batch_size_figure, drawn_lines
 from trainbench.report.telemetry_plot import telemetry_figure
+from trainbench.results.header import RunHeader, Timing
+from trainbench.results.layout import MODEL_PLOT
 from trainbench.results.records import Status
 from trainbench.telemetry.schema import TELEMETRY_DIR
 
@@ -39,16 +41,14 @@ FIGURE_WIDTH = 10.0  # inches: the page's figures, with their legend beside the 
 
 def run_label(run: Run) -> str:
     """framework precision device, image size and data, as the settings in summary.json say."""
-    header, model = run.header, run.header.get("model") or {}
-    data = header.get("data") or "synthetic"
-    parts = [header.get("framework") or model.get("framework"), header.get("precision") or model.get("precision"),
-             f"on {header.get('device') or model.get('device')}"]
-    size = header.get("image_size") or model.get("image_size")
-    if size:
-        parts.append(f"{size}px")
+    header = RunHeader.read(run.header)
+    data = header.data or "synthetic"
+    parts = [header.framework, header.precision, f"on {header.device}"]
+    if header.image_size:
+        parts.append(f"{header.image_size}px")
     parts.append("synthetic data" if data == "synthetic" else f"data {Path(str(data)).name}")
-    if header.get("profiler"):
-        parts.insert(0, f"{header['profiler']} profile:")
+    if header.profiling is not None:
+        parts.insert(0, f"{header.profiling.profiler} profile:")
     return " ".join(str(part) for part in parts if part)
 
 
@@ -205,7 +205,8 @@ def throughput_section(data: ReportData) -> Section:
                        "not compared.", "note"),
              throughput_figure(data.runs)]
     for run in data.runs:
-        steps = f"{run.header.get('warmup_steps')} warm-up + {run.header.get('timed_steps')} timed steps per window"
+        timing = RunHeader.read(run.header).timing or Timing()
+        steps = f"{timing.warmup_steps} warm-up + {timing.timed_steps} timed steps per window"
         parts += [heading(titled(run)), paragraph(steps, "note"),
                   rows_table(_THROUGHPUT, run.rows, ("batch_size", "status")),
                   left_out_note([str(row.get("error")) for row in run.invalid_rows()], "invalid result{s} (shaded)",
@@ -560,8 +561,8 @@ def _model_part(found: ModelFile) -> str:
             for model in models]
     parts = [heading(found.path.name), table([*_MODEL, "predictions and checks", "warnings"], rows),
              left_out_note([found.invalid[index] for index in sorted(found.invalid)], "model{s}", "the table")]
-    if (found.path / "model.png").is_file():
-        parts.append(image(found.path / "model.png"))
+    if (found.path / MODEL_PLOT).is_file():
+        parts.append(image(found.path / MODEL_PLOT))
     return "".join(parts)
 
 

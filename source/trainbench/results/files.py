@@ -6,6 +6,9 @@ atomically, per-batch-size file names.
 - ``write_text_atomic``: a new file under a name unique to this writer (process id and random part), renamed over
   the old one: never half-written, and never a temporary name two processes share. A full disk is one line.
 - ``write_json_atomic`` stamps the results model's format version into every JSON object it writes.
+
+The names of run files and folders are ``results.layout``'s; the few imported from here by modules written before
+it held them (``batch_file``, ``worker_file``, the unfinished-run markers) are still found here.
 """
 
 from __future__ import annotations
@@ -23,21 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from trainbench.errors import UsageError
+from trainbench.results.layout import ABANDONED as ABANDONED
+from trainbench.results.layout import IN_PROGRESS as IN_PROGRESS
+from trainbench.results.layout import LOGS as LOGS
+from trainbench.results.layout import REFUSED as REFUSED
+from trainbench.results.layout import batch_file as batch_file
+from trainbench.results.layout import in_unfinished_run as in_unfinished_run
+from trainbench.results.layout import worker_file as worker_file
 from trainbench.results.records import stamped
 
-LOGS = "logs"  # a run folder's per-batch-size worker files
-# A campaign's run folder while it runs, after a kill (moved aside, numbered), after a refusal: none holds a finished
-# run, and every reader of results leaves files under them out.
-IN_PROGRESS, ABANDONED, REFUSED = "_inprogress", "_abandoned-", "_refused"
-
-
-_UNFINISHED_RUN = re.compile(rf"run_.*({IN_PROGRESS}|{REFUSED}|{ABANDONED}\d+)")
-
-
-def in_unfinished_run(path: Path, root: Path) -> bool:
-    """Whether ``path`` (under ``root``) lies in an unfinished campaign run's folder: one named by the runner, the
-    marker at the end (a user's folder that merely contains "_inprogress" is not one)."""
-    return any(_UNFINISHED_RUN.fullmatch(part) for part in path.relative_to(root).parts[:-1])
 _TEMPORARY = ".tmp"
 
 
@@ -65,16 +62,6 @@ def create_fresh_dir(root: Path, name: str) -> Path:
 def create_run_dir(root: Path, label: str) -> Path:
     """Make ``root/<UTC time>_<label>`` (with a numeric suffix when taken)."""
     return create_fresh_dir(root, f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}_{label}")
-
-
-def batch_file(folder: Path, batch_size: int, suffix: str = "") -> Path:
-    """The file of one batch size in ``folder``: ``batch_<X><suffix>`` (``.csv``, ``.nsys-rep``, ``.log``...)."""
-    return folder / f"batch_{batch_size}{suffix}"
-
-
-def worker_file(run_dir: Path, batch_size: int, suffix: str) -> Path:
-    """A worker's own file in a run folder: logs/batch_<X><suffix> (.log, .config.json, .result.json)."""
-    return batch_file(run_dir / LOGS, batch_size, suffix)
 
 
 def rank_file(path: Path, rank: int) -> Path:

@@ -10,13 +10,14 @@ from typing import Any
 
 from trainbench.config import TrainConfig
 from trainbench.results.files import append_json_line
+from trainbench.results.layout import FAILURES, METRICS
 from trainbench.results.records import BatchResult
 from trainbench.training.schedule import learning_rate
 from trainbench.training.trainer import Trainer
 
-METRICS_FILE = "metrics.jsonl"
+METRICS_FILE = METRICS
 CHECKPOINTS = "checkpoints"
-FAILURES_FILE = "failures.jsonl"  # why a run stopped early (an allocation failure): one line per stop, kept
+FAILURES_FILE = FAILURES  # why a run stopped early (an allocation failure): one line per stop, kept
 
 
 def append_metrics(run_dir: Path, row: dict[str, Any]) -> None:

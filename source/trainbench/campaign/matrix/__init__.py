@@ -69,9 +69,9 @@ from trainbench.campaign.matrix.values import (
     SETTINGS,
     SYNTHETIC,
     TOP_LEVEL,
-    UNFINISHED_MARKERS,
     Settings,
 )
+from trainbench.results.layout import UNFINISHED_MARKERS
 
 __all__ = [
     "AXES",

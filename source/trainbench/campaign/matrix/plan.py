@@ -20,9 +20,9 @@ from trainbench.campaign.matrix.values import (
     AXIS_DEFAULTS,
     FINGERPRINT_FORMAT,
     SYNTHETIC,
-    UNFINISHED_MARKERS,
     Settings,
 )
+from trainbench.results.layout import UNFINISHED_MARKERS  # never in a config string (see _data_token)
 
 
 @dataclass(frozen=True)

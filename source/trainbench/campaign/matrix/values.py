@@ -28,13 +28,11 @@ from trainbench.config import (
 )
 from trainbench.data.source import DataSource, num_classes, open_source
 from trainbench.errors import UsageError, printable_line
-from trainbench.results.files import ABANDONED, IN_PROGRESS, REFUSED
 
 SYNTHETIC = "synthetic"
 NO_PROFILER = "none"
 CLOCK_CONTROLS = ("base", "none")
 FINGERPRINT_FORMAT = 1
-UNFINISHED_MARKERS = (IN_PROGRESS, ABANDONED, REFUSED)  # never in a config string (see plan._data_token)
 
 Parser = Callable[[Any], Any]
 

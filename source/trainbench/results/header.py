@@ -1,0 +1,126 @@
+"""A run's header: the settings a throughput run's ``summary.json`` and a profile's ``profile.json`` start with.
+
+Both write one ``RunHeader`` (``run_header`` in bench.sweep builds it, ``to_json`` writes it), in one shape.
+``RunHeader.read`` reads the header of a summary of any format so far, and ``results.store.read_summary`` hands
+every reader the header in today's shape (``RunHeader.read(...).to_json()``), so no reader needs a fallback.
+
+On disk the header is flat, as readers and scripts have always read it:
+
+- ``workload`` (``"resnet50"``: every run so far; files from before it was written are read as such);
+- ``framework``, ``precision``, ``image_size``, ``device`` (the model's own, repeated at the top: what every reader
+  asks first), ``data`` (``"synthetic"`` or the data folder) and ``model`` (the whole model configuration);
+- a throughput run's timing (``Timing``): ``warmup_steps``, ``timed_steps``, ``windows``, ``sync_every_step``,
+  ``telemetry_interval_s``;
+- ``launch`` (how many processes measured together);
+- a profile's ``Profiling``: ``profiler``, ``window`` (its profiler window), ``gpu``, ``settings`` (ncu's
+  metrics), ``clock_control``.
+
+Older shapes read: a profile.json written before this header holds its framework, precision, image size and device
+inside ``model`` only, and no data, launch or workload (a value not recorded reads None, and is not written back);
+a summary.json from before ``windows`` was recorded has none. Keys this module does not know are kept in ``extra``
+and written back after the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from trainbench.results.records import FORMAT_KEY, RESULTS_KEY
+
+WORKLOAD = "resnet50"  # the workload of every run written before the header named one
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How a throughput run timed each batch size: a warm-up, then ``windows`` windows of ``timed_steps`` steps."""
+
+    warmup_steps: int | None = None
+    timed_steps: int | None = None
+    windows: int | None = None
+    sync_every_step: bool | None = None
+    telemetry_interval_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Profiling:
+    """What a profile ran under: the profiler, its window (``ProfileConfig``'s fields), the GPU it targeted (None
+    for a framework profiler), ncu's metric settings and clock control."""
+
+    profiler: str
+    window: dict[str, Any] | None = None
+    gpu: dict[str, Any] | None = None
+    settings: Any = None
+    clock_control: str | None = None
+
+
+_OBJECTS = ("model", "launch")
+_TIMING = tuple(f.name for f in fields(Timing))
+_PROFILING = tuple(f.name for f in fields(Profiling))
+_KNOWN = frozenset({"workload", "framework", "precision", "image_size", "data", "device", *_OBJECTS, *_TIMING,
+                    *_PROFILING, FORMAT_KEY, RESULTS_KEY})
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    """A run's settings. ``model`` is the whole model configuration (``ModelConfig``'s fields); ``timing`` is set
+    for a throughput run, ``profiling`` for a profile; None anywhere: not recorded (an older file)."""
+
+    framework: str | None
+    precision: str | None
+    device: str | None
+    image_size: int | None
+    data: str | None
+    model: dict[str, Any]
+    launch: dict[str, Any] | None = None
+    workload: str = WORKLOAD
+    timing: Timing | None = None
+    profiling: Profiling | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The flat header a summary file starts with; values not recorded are left out."""
+        out: dict[str, Any] = {"workload": self.workload, "framework": self.framework, "precision": self.precision,
+                               "image_size": self.image_size, "data": self.data, "device": self.device,
+                               "model": self.model}
+        if self.timing is not None:
+            out.update({name: getattr(self.timing, name) for name in _TIMING})
+        out["launch"] = self.launch
+        if self.profiling is not None:
+            out.update({name: getattr(self.profiling, name) for name in _PROFILING})
+        kept = {name: value for name, value in out.items()
+                if name in _PROFILING or (value is not None and not (name == "model" and value == {}))}
+        return {**kept, **self.extra}
+
+    @classmethod
+    def read(cls, header: Mapping[str, Any]) -> RunHeader:
+        """The header of a summary of any format so far (``RunSummary.header``, or the file's whole object). Never
+        raises: values are taken as the file holds them, and each reader checks those it computes with (a text
+        image size leaves a model's results out, naming it); a ``model`` or ``launch`` that is no object is kept
+        in ``extra``, written back as it was."""
+        model, launch = (header.get(name) for name in _OBJECTS)
+        inside = model if isinstance(model, dict) else {}
+        extra = {name: value for name, value in header.items()
+                 if name not in _KNOWN or (name in _OBJECTS and value is not None and not isinstance(value, dict))}
+        return cls(framework=header.get("framework", inside.get("framework")),
+                   precision=header.get("precision", inside.get("precision")),
+                   device=header.get("device", inside.get("device")),
+                   image_size=header.get("image_size", inside.get("image_size")), data=header.get("data"),
+                   model=inside, launch=launch if isinstance(launch, dict) else None,
+                   workload=header.get("workload") or WORKLOAD, timing=_timing(header), profiling=_profiling(header),
+                   extra=extra)
+
+
+def _timing(header: Mapping[str, Any]) -> Timing | None:
+    if not any(name in header for name in _TIMING):
+        return None
+    return Timing(**{name: header.get(name) for name in _TIMING})
+
+
+def _profiling(header: Mapping[str, Any]) -> Profiling | None:
+    profiler = header.get("profiler")
+    if profiler is None:
+        return None
+    return Profiling(profiler, header.get("window"), header.get("gpu"), header.get("settings"),
+                     header.get("clock_control"))

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 
 NCU_DETAILS = "ncu-details"
 NCU_RAW = "ncu-raw"
@@ -117,7 +117,7 @@ def open_profile(path: str | Path) -> BinaryIO:
     except FileNotFoundError:
         raise UsageError("no such file") from None
     except OSError as error:
-        raise UsageError(f"cannot read: {error.strerror or error}") from None
+        raise UsageError(f"cannot read: {os_reason(error)}") from None
 
 
 @contextmanager

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -84,7 +84,7 @@ def _header_problem(file: Path) -> str | None:
         with open(file, "rb") as handle:
             header = handle.read(100)
     except OSError as error:
-        return f"cannot read: {error.strerror or error}"
+        return f"cannot read: {os_reason(error)}"
     if size == 0:
         return f"empty file; {EXPORT_HINT}"
     if header.startswith(REPORT_MAGIC):

@@ -45,7 +45,7 @@ from trainbench.campaign.table import (
 )
 from trainbench.config import BenchConfig
 from trainbench.engines.base import resolve_device_here
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 from trainbench.profile.run import run_profile
 from trainbench.results.files import write_json_atomic
 from trainbench.results.layout import ABANDONED, CAMPAIGN, CAMPAIGN_RUN, FINISHED, IN_PROGRESS, REFUSED, RUN_PREFIX
@@ -87,7 +87,7 @@ def _lock_file(path: Path) -> int:
     try:
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as error:
-        raise UsageError(f"{path.parent}: cannot write in the campaign folder ({error.strerror or error})") from None
+        raise UsageError(f"{path.parent}: cannot write in the campaign folder ({os_reason(error)})") from None
 
 
 @contextlib.contextmanager
@@ -167,7 +167,7 @@ def open_campaign(folder: Path, matrix: Matrix, shuffle_seed: int | None, planne
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise UsageError(f"{folder}: cannot make the campaign folder ({error.strerror or error})") from None
+        raise UsageError(f"{folder}: cannot make the campaign folder ({os_reason(error)})") from None
     fingerprint = matrix.fingerprint()
     record: dict[str, Any] = {"matrix": matrix.source, "fingerprint": fingerprint, "shuffle": shuffle_seed,
                               "runs": len(planned)}
@@ -222,7 +222,7 @@ def _written(action: Callable[[], Any], where: Path) -> Any:
     try:
         return action()
     except OSError as error:
-        raise UsageError(f"{where}: cannot write in the campaign folder ({error.strerror or error})") from None
+        raise UsageError(f"{where}: cannot write in the campaign folder ({os_reason(error)})") from None
 
 
 def _start(folder: Path, run: PlannedRun, fingerprint: str) -> Path:

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 
 LOG_DIR = "slurm"  # in the campaign folder: one <job>_<task>.out per array task
 _EXECUTABLE = stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH  # 755
@@ -133,7 +133,7 @@ def make_log_dir(campaign_dir: Path) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise UsageError(f"{path}: cannot make Slurm's log folder: {error.strerror or error}") from None
+        raise UsageError(f"{path}: cannot make Slurm's log folder: {os_reason(error)}") from None
     return path
 
 
@@ -162,7 +162,7 @@ def write_sbatch_script(path: Path, text: str) -> None:
         refuse_existing(path)
         raise UsageError(f"{path}: cannot write the script (its temporary name was taken)") from None
     except OSError as error:
-        raise UsageError(f"{path}: cannot write the script ({error.strerror or error})") from None
+        raise UsageError(f"{path}: cannot write the script ({os_reason(error)})") from None
     finally:
         with contextlib.suppress(OSError):
             temporary.unlink()

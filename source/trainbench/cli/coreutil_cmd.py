@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from trainbench.analysis.coreutil import CORES, CoreUtilization, analyze_file, summary_frame
 from trainbench.cli.options import path_text, whole_number
 from trainbench.cli.parsing import Parser
-from trainbench.errors import EXIT_USAGE, UsageError, printable_line
+from trainbench.errors import EXIT_USAGE, UsageError, os_reason, printable_line
 
 _PREFIX = "trainbench: coreutil"
 
@@ -85,7 +85,7 @@ def _write_csv(out: str, results: Sequence[CoreUtilization]) -> int:
         _error(out, "already exists; not overwritten (choose another --csv name)")
         return EXIT_USAGE
     except OSError as error:
-        _error(out, f"cannot write the CSV: {error.strerror or error}")
+        _error(out, f"cannot write the CSV: {os_reason(error)}")
         return EXIT_USAGE
     return 0
 

@@ -33,7 +33,7 @@ from trainbench.analysis.variability import across, load_runs, per_gpu, read_pla
 from trainbench.bench.compare import compare_loaded, load_run, setting_differences
 from trainbench.campaign.table import campaign_runs, campaign_summary, runs_table
 from trainbench.cli.report_cmd import OUTPUT
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 from trainbench.profile.ncu import read_kernel_table
 from trainbench.profile.nsys import TIMELINE_SUFFIX, read_timeline_summary
 from trainbench.report.found import (
@@ -446,7 +446,7 @@ def write_new(path: Path, text: str) -> Path:
             if _claim(name, written):
                 return name
     except OSError as error:
-        raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
+        raise UsageError(f"{path}: cannot write ({os_reason(error)})") from None
     finally:
         with contextlib.suppress(OSError):
             written.unlink()

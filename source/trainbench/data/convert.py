@@ -28,7 +28,7 @@ from trainbench.data.parallel import WorkerDied, counter, default_workers, run_p
 from trainbench.data.progress import Progress
 from trainbench.data.records import PARTIAL, image_example, write_shard
 from trainbench.data.shards import FORMAT, MANIFEST, Manifest, ShardResult, ShardTask, fingerprint, plan_shards
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 from trainbench.results.files import temporary_files, write_text_atomic
 
 OUTPUT_FOLDER = "TFRecords"
@@ -140,7 +140,7 @@ def _output_folder(path: Path) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise UsageError(f"{path}: cannot create the output folder ({error.strerror or error})") from None
+        raise UsageError(f"{path}: cannot create the output folder ({os_reason(error)})") from None
     return path
 
 
@@ -230,13 +230,13 @@ class _ShardBuilder:
                 check_signature(head)
                 return head + file.read()
         except OSError as error:
-            raise SkipImage(f"cannot read ({error.strerror or error})") from None
+            raise SkipImage(f"cannot read ({os_reason(error)})") from None
 
     def _read(self, path: str) -> bytes:
         try:
             return (self.settings.root / path).read_bytes()
         except OSError as error:
-            raise SkipImage(f"cannot read ({error.strerror or error})") from None
+            raise SkipImage(f"cannot read ({os_reason(error)})") from None
 
     def _boxes(self, source: Source, image: PreparedImage) -> list[Box]:
         if source.annotation is None:

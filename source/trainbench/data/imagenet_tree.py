@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 
 TRAIN, VAL, ANNOTATION = "train", "val", "Annotation"
 _FILE, _FOLDER = "file", "folder"  # what _kind returns for usable entries; anything else is a reason to skip
@@ -94,7 +94,7 @@ def _reason(error: OSError) -> str:
         return "symbolic link loop"
     if error.errno == errno.ENOENT:
         return "dangling symbolic link (its target does not exist)"
-    return f"cannot be read ({error.strerror or error})"
+    return f"cannot be read ({os_reason(error)})"
 
 
 def sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
@@ -103,7 +103,7 @@ def sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
         with os.scandir(folder) as entries:
             return sorted(entries, key=lambda entry: entry.name)
     except OSError as error:
-        raise UsageError(f"{folder}: cannot be read ({error.strerror or error})") from None
+        raise UsageError(f"{folder}: cannot be read ({os_reason(error)})") from None
 
 
 def _synset_folders(root: Path, split: str, skipped: list[Skipped], required: bool) -> list[os.DirEntry[str]]:

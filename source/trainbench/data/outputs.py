@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 
 LOCK_FILE = ".trainbench.lock"
 
@@ -33,7 +33,7 @@ def exclusive_folder(folder: Path, command: str) -> Iterator[None]:
     try:
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as error:
-        raise UsageError(f"{path}: cannot create the lock file ({error.strerror or error})") from None
+        raise UsageError(f"{path}: cannot create the lock file ({os_reason(error)})") from None
     try:
         if _lock(descriptor):
             with contextlib.suppress(OSError):  # the holder's pid is for the refusal message only (a full disk)

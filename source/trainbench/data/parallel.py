@@ -26,7 +26,7 @@ from multiprocessing.process import BaseProcess
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any, TypeVar
 
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 
 Task = TypeVar("Task")
 Result = TypeVar("Result")
@@ -55,7 +55,7 @@ def counter() -> Synchronized:
     try:
         return context().Value("q", 0)
     except OSError as error:  # its memory is a file in /dev/shm (or the temporary folder), which can be full
-        raise UsageError(f"/dev/shm: cannot share memory with the worker processes ({error.strerror or error}); "
+        raise UsageError(f"/dev/shm: cannot share memory with the worker processes ({os_reason(error)}); "
                          "is it (or the temporary folder) full?") from None
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from trainbench.data.bboxes import Box
 from trainbench.data.crc32c import masked_crc32c
 from trainbench.data.imagefiles import PreparedImage
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 
 Parts = list[bytes]
 _LENGTH = struct.Struct("<Q")
@@ -127,7 +127,7 @@ def write_shard(path: Path, payloads: Iterable[bytes]) -> ShardFile:
                 records += 1
         os.replace(temporary, path)
     except OSError as error:
-        raise UsageError(f"{path.parent}: cannot write {path.name} ({error.strerror or error}); the shards finished "
+        raise UsageError(f"{path.parent}: cannot write {path.name} ({os_reason(error)}); the shards finished "
                          "so far are kept: rerun the same command to resume") from None
     finally:
         with contextlib.suppress(OSError):

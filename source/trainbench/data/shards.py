@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from trainbench.data.imagenet_tree import ImageTree, Source
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 from trainbench.results.files import write_text_atomic
 
 MANIFEST = "manifest.json"
@@ -166,7 +166,7 @@ def _changed(path: Path, entry: Any) -> str | None:
     except FileNotFoundError:
         return "missing"
     except OSError as error:
-        return f"cannot be read ({error.strerror or error})"
+        return f"cannot be read ({os_reason(error)})"
     return None if digest == entry["sha256"] else "content differs from the manifest's sha256"
 
 

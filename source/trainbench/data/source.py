@@ -21,7 +21,7 @@ from typing import Any
 
 from trainbench.data.shards import MANIFEST, SHARD_NAME
 from trainbench.data.tfrecord_reader import count_records, parse_example, read_records
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 
 TFRECORDS = "tfrecords"
 IMAGE_FOLDER = "imagefolder"
@@ -58,7 +58,7 @@ def _scandir(folder: Path) -> Iterator[Iterator[os.DirEntry[str]]]:
     try:
         entries = os.scandir(folder)
     except OSError as error:
-        raise UsageError(f"{folder}: cannot be read ({error.strerror or error})") from None
+        raise UsageError(f"{folder}: cannot be read ({os_reason(error)})") from None
     with entries:
         yield entries
 

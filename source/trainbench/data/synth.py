@@ -24,7 +24,7 @@ from PIL import Image, ImageDraw
 
 from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 
 QUALITY = 95
 GRAIN = 36  # per-pixel noise amplitude: with quality 95, ImageNet's average of about 110 kB per image
@@ -101,7 +101,7 @@ def _check_output(output: Path) -> None:
     try:
         output.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise UsageError(f"{output}: cannot create the folder ({error.strerror or error})") from None
+        raise UsageError(f"{output}: cannot create the folder ({os_reason(error)})") from None
 
 
 def _write_text_files(options: SynthOptions, tasks: list[_ClassTask], solutions: list[list[str]]) -> None:
@@ -171,7 +171,7 @@ def _make_folder(path: Path) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise UsageError(f"{path}: cannot create the folder ({error.strerror or error})") from None
+        raise UsageError(f"{path}: cannot create the folder ({os_reason(error)})") from None
 
 
 def _store(path: Path, data: bytes) -> None:
@@ -179,7 +179,7 @@ def _store(path: Path, data: bytes) -> None:
     try:
         path.write_bytes(data)
     except OSError as error:
-        raise UsageError(f"{path.parent}: cannot write {path.name} ({error.strerror or error})") from None
+        raise UsageError(f"{path.parent}: cannot write {path.name} ({os_reason(error)})") from None
 
 
 def _write(path: Path, data: bytes) -> int:

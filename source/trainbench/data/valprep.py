@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainbench.data.imagenet_tree import sorted_entries
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 
 _DEVKIT_STEM = "ILSVRC2012_val_{:08d}"
 
@@ -92,7 +92,7 @@ def _read_text(path: Path) -> str:
     try:
         return path.read_bytes().decode("utf-8-sig")  # a byte-order mark (a spreadsheet's export) is dropped
     except OSError as error:
-        raise UsageError(f"{path}: cannot be read ({error.strerror or error})") from None
+        raise UsageError(f"{path}: cannot be read ({os_reason(error)})") from None
     except UnicodeDecodeError as error:
         raise UsageError(f"{path}: not UTF-8 text (byte {error.start}: {error.object[error.start]:#04x})") from None
 
@@ -140,7 +140,7 @@ def _move(source: Path, target: Path) -> None:
         target.parent.mkdir(exist_ok=True)
         os.rename(source, target)  # atomic: a file is either still in place or sorted, never lost
     except OSError as error:
-        raise UsageError(f"{source}: cannot move it to {target.parent} ({error.strerror or error}); "
+        raise UsageError(f"{source}: cannot move it to {target.parent} ({os_reason(error)}); "
                          "the files moved so far stay sorted, rerun to continue") from None
 
 

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 from trainbench.profile.gpu_target import GpuTarget
 from trainbench.profile.tools import find_binary
 from trainbench.results.files import batch_file, write_json_atomic
@@ -41,7 +41,7 @@ def export_sqlite(binary: str, report: Path, database: Path) -> Path:
     except subprocess.TimeoutExpired:
         raise UsageError(f"{report}: nsys export took more than {EXPORT_TIMEOUT_S} s; stopped") from None
     except OSError as error:  # the binary went away or cannot run
-        raise UsageError(f"{report}: cannot run {binary}: {error.strerror or error}") from None
+        raise UsageError(f"{report}: cannot run {binary}: {os_reason(error)}") from None
     if result.returncode != 0 or not database.exists():
         lines = (result.stdout + result.stderr).strip().splitlines()
         raise UsageError(f"{report}: nsys export failed ({lines[-1] if lines else f'exit {result.returncode}'})")

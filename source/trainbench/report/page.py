@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainbench.errors import os_reason
+
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
@@ -91,7 +93,7 @@ def image(path: Path) -> str:
     try:
         return png(path.read_bytes(), path.name)
     except OSError as error:
-        return paragraph(f"{path}: picture not readable ({error.strerror or error})", "absent")
+        return paragraph(f"{path}: picture not readable ({os_reason(error)})", "absent")
 
 
 def figure_image(make: Callable[[], Figure | None], alt: str) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 from trainbench.results.layout import ABANDONED as ABANDONED
 from trainbench.results.layout import IN_PROGRESS as IN_PROGRESS
 from trainbench.results.layout import LOGS as LOGS
@@ -55,7 +55,7 @@ def create_fresh_dir(root: Path, name: str) -> Path:
                 continue
             return path
     except OSError as error:
-        raise UsageError(f"{root}: cannot make a run folder in it: {error.strerror or error}") from None
+        raise UsageError(f"{root}: cannot make a run folder in it: {os_reason(error)}") from None
     raise UsageError(f"{root}: {name} and its 999 numbered variants are all taken; choose another output folder")
 
 
@@ -88,7 +88,7 @@ def write_text_atomic(path: Path, text: str) -> None:
     except OSError as error:
         with contextlib.suppress(OSError):
             temporary.unlink(missing_ok=True)
-        raise UsageError(f"{path}: cannot write ({error.strerror or error})") from None
+        raise UsageError(f"{path}: cannot write ({os_reason(error)})") from None
 
 
 def temporary_files(path: Path) -> list[Path]:

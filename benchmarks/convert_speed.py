@@ -55,7 +55,7 @@ except ImportError:  # run from a plain checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "source"))
 
 from trainbench.data.parallel import default_workers
-from trainbench.data.synth import SynthOptions, synth
+from trainbench.data.synth_tree import SynthOptions, synth
 
 SOURCE = Path(__file__).resolve().parents[1] / "source"  # what the converter processes import
 CLASSES = 10

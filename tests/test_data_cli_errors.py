@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, assert_one_line_error, run_cli, run_main
-from trainbench.data.synth import SynthOptions, synth
+from trainbench.data.synth_tree import SynthOptions, synth
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from trainbench.data.bboxes import read_boxes
 from trainbench.data.convert import DEFAULT_SEED, ConvertOptions, convert
 from trainbench.data.crc32c import ENVIRONMENT, crc32c, crc32c_numpy, mask
 from trainbench.data.shards import MANIFEST, shard_files
-from trainbench.data.synth import ODD_CASES, SYNSET_NAMES, SynthOptions, synth
+from trainbench.data.synth_tree import ODD_CASES, SYNSET_NAMES, SynthOptions, synth
 from trainbench.data.tfrecord_reader import parse_example, read_records
 
 CLASSES, TRAIN_PER_CLASS, VAL_PER_CLASS = 3, 10, 3

@@ -22,7 +22,7 @@ from tests.conftest import REPO, assert_one_line_error, run_cli
 from tests.test_data_convert import SLOW_CONVERT
 from trainbench.data.convert import ConvertOptions, convert
 from trainbench.data.shards import MANIFEST, shard_files
-from trainbench.data.synth import SynthOptions, synth
+from trainbench.data.synth_tree import SynthOptions, synth
 
 SHARDS = ("--train-shards", "8", "--validation-shards", "2")
 PROMPTLY_S = 30  # a dead worker or Ctrl-C must end the command well within this (it used to hang for ever)

@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import REPO, assert_one_line_error, run_cli
 from trainbench.data.shards import shard_files
-from trainbench.data.synth import SynthOptions, synth
+from trainbench.data.synth_tree import SynthOptions, synth
 from trainbench.data.tfrecord_reader import parse_example, read_records
 
 SHARDS = ("--train-shards", "2", "--validation-shards", "1")

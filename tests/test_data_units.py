@@ -18,9 +18,9 @@ from trainbench.data.bboxes import Box, read_boxes
 from trainbench.data.imagefiles import SkipImage, check_signature, jpeg_is_complete, prepare_image
 from trainbench.data.imagenet_tree import ImageTree, Source
 from trainbench.data.progress import format_progress
-from trainbench.data.records import bytes_feature, encode_example, float_feature, frame, int64_feature
 from trainbench.data.shards import MANIFEST, Manifest, ShardResult, plan_shards
 from trainbench.data.tfrecord_reader import parse_example, read_records
+from trainbench.data.tfrecord_writer import bytes_feature, encode_example, float_feature, frame, int64_feature
 from trainbench.errors import UsageError
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import assert_one_line_error, run_cli
-from trainbench.data.synth import SOLUTION_CSV, SynthOptions, synth
+from trainbench.data.synth_tree import SOLUTION_CSV, SynthOptions, synth
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from PIL import Image
 from tests.conftest import assert_one_line_error, run_cli
 from trainbench.data.convert import ConvertOptions, convert
 from trainbench.data.imagefiles import PreparedImage
-from trainbench.data.records import image_example, write_shard
-from trainbench.data.synth import SynthOptions, synth
+from trainbench.data.synth_tree import SynthOptions, synth
+from trainbench.data.tfrecord_writer import image_example, write_shard
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import assert_one_line_error, run_cli, run_main
 from trainbench.analysis import extrap
 from trainbench.analysis.measurements import COLUMNS, GPU_STEP, KERNEL_PREFIX, TRAIN_STEP, collect, gather, run_settings
-from trainbench.analysis.models import Model, check, curve, evaluate, fit, measured, split_out, value_at
+from trainbench.analysis.perf_models import Model, check, curve, evaluate, fit, measured, split_out, value_at
 from trainbench.bench.store import ThroughputRun
 from trainbench.cli.main import main
 from trainbench.errors import UsageError

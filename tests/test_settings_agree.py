@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from trainbench.campaign.matrix import AXES, NO_PROFILER, SYNTHETIC, Experiment, Matrix, bench_configs, illegal
-from trainbench.cli import profile_cmd, throughput
+from trainbench.cli import profile_cmd, throughput_cmd
 from trainbench.cli.main import build_parser
 from trainbench.cli.options import model_config
 from trainbench.config import (
@@ -104,7 +104,7 @@ def by_command_line(parser: Any, argv: list[str]) -> BenchConfig | str:
     try:
         if args.command == "profile":
             return profile_cmd.profile_configs(args)[1][0]
-        return throughput.bench_configs(args, model_config(args))[0]
+        return throughput_cmd.bench_configs(args, model_config(args))[0]
     except UsageError as error:
         return str(error)
 

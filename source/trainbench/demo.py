@@ -17,7 +17,7 @@ from trainbench.bench.sweep import measure_throughput
 from trainbench.cli.report_gather import write_report
 from trainbench.config import BenchConfig, Framework, ModelConfig
 from trainbench.data.convert import ConvertOptions, convert
-from trainbench.data.synth import SynthOptions, synth
+from trainbench.data.synth_tree import SynthOptions, synth
 from trainbench.report.plot import plot_throughput
 from trainbench.report.table import format_table
 from trainbench.results.files import create_run_dir

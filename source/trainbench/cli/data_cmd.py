@@ -181,7 +181,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_synth(args: argparse.Namespace) -> int:
-    from trainbench.data.synth import SynthOptions, synth
+    from trainbench.data.synth_tree import SynthOptions, synth
 
     summary = synth(SynthOptions(Path(args.output), args.classes, args.train_per_class, args.val_per_class,
                                  size=args.size, seed=args.seed, odd_cases=args.odd_cases, flat_val=args.flat_val,

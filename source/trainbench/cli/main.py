@@ -15,7 +15,7 @@ from trainbench.errors import EXIT_USAGE, UsageError, printable_line
 
 # One module per command under trainbench.cli; each has add_parser(subparsers) setting the default ``run``.
 COMMAND_MODULES = (
-    "throughput",
+    "throughput_cmd",
     "compare_cmd",
     "train",
     "data_cmd",

@@ -13,7 +13,7 @@ import pandas as pd
 
 from trainbench.analysis import measurements
 from trainbench.analysis.measurements import METRICS, PARAMETERS
-from trainbench.analysis.models import MIN_POINTS, Model, check, curve, fit, measured, point_text, split_out
+from trainbench.analysis.perf_models import MIN_POINTS, Model, check, curve, fit, measured, point_text, split_out
 from trainbench.cli.options import names, path_text
 from trainbench.config import MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_PROCESSES
 from trainbench.errors import UsageError

@@ -6,17 +6,18 @@ import argparse
 from pathlib import Path
 
 from trainbench.cli.options import (
+    BATCH_SIZES,
     NON_NEGATIVE,
     POSITIVE,
     TIMEOUT,
     add_input_options,
     add_launch_options,
     add_model_options,
+    bench_configs,
     model_config,
     names,
     path_text,
 )
-from trainbench.cli.throughput import BATCH_SIZES, bench_configs
 from trainbench.config import PROFILERS, BenchConfig, ProfileConfig, field_default
 from trainbench.profile.run import run_profile
 from trainbench.report.table import format_fields

@@ -11,8 +11,7 @@ import os
 from pathlib import Path
 
 from trainbench.bench.variability import gpus_to_screen, run_variability
-from trainbench.cli.options import POSITIVE, model_config, path_text, real_number
-from trainbench.cli.throughput import add_sweep_options, bench_configs
+from trainbench.cli.options import POSITIVE, add_sweep_options, bench_configs, model_config, path_text, real_number
 from trainbench.telemetry.schema import DEFAULT_OUTLIER_THRESHOLD
 
 DEFAULT_OUTPUT = "variability_data"

@@ -26,8 +26,8 @@ from trainbench.data.imagenet_tree import ImageTree, Source, scan_tree
 from trainbench.data.outputs import exclusive_folder, printable
 from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
-from trainbench.data.records import PARTIAL, image_example, write_shard
-from trainbench.data.shards import FORMAT, MANIFEST, Manifest, ShardResult, ShardTask, fingerprint, plan_shards
+from trainbench.data.shards import MANIFEST, MANIFEST_FORMAT, Manifest, ShardResult, ShardTask, fingerprint, plan_shards
+from trainbench.data.tfrecord_writer import PARTIAL, image_example, write_shard
 from trainbench.errors import UsageError, os_reason
 from trainbench.results.files import temporary_files, write_text_atomic
 
@@ -157,7 +157,7 @@ def remove_temporaries(folder: Path) -> None:
 
 
 def _header(tree: ImageTree, tasks: list[ShardTask], texts: dict[str, str], options: ConvertOptions) -> dict:
-    return {"format": FORMAT, "fingerprint": fingerprint(tasks, texts), "num_classes": len(tree.synsets),
+    return {"format": MANIFEST_FORMAT, "fingerprint": fingerprint(tasks, texts), "num_classes": len(tree.synsets),
             "label_offset": 1, "synsets": list(tree.synsets), "seed": options.seed,
             "shard_counts": {"train": options.train_shards if tree.train else 0,
                              "validation": options.validation_shards if tree.validation else 0}}

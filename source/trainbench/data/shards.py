@@ -26,7 +26,7 @@ from trainbench.errors import UsageError, os_reason
 from trainbench.results.files import write_text_atomic
 
 MANIFEST = "manifest.json"
-FORMAT = "trainbench-tfrecords/1"
+MANIFEST_FORMAT = "trainbench-tfrecords/1"
 TRAIN, VALIDATION = "train", "validation"
 SHARD_NAME = re.compile(r"(train|validation)-(\d{5})-of-(\d{5})")  # temporary and hidden files never match
 MAX_SHARDS = 99_999  # five digits in the names

@@ -196,17 +196,17 @@ def convert_shard(task: ShardTask) -> ShardResult:
     assert _settings is not None, "_init_worker sets up each worker"
     builder = _ShardBuilder(_settings)
     written = write_shard(_settings.output / task.name, builder.payloads(task.sources))
-    return ShardResult(task.name, task.split, written.records, written.bytes, written.sha256, builder.converted,
+    return ShardResult(task.name, task.split, written.records, written.bytes, written.sha256, builder.reencoded,
                        builder.skipped)
 
 
 class _ShardBuilder:
-    """The records of one shard, noting the files skipped and converted on the way."""
+    """The records of one shard, noting the files skipped and re-encoded on the way."""
 
     def __init__(self, settings: _Settings) -> None:
         self.settings = settings
         self.skipped: list[tuple[str, str]] = []
-        self.converted = 0
+        self.reencoded = 0
 
     def payloads(self, sources: tuple[Source, ...]) -> Iterator[bytes]:
         for source in sources:
@@ -218,7 +218,7 @@ class _ShardBuilder:
             finally:
                 with _done.get_lock():  # type: ignore[attr-defined]
                     _done.value += 1  # type: ignore[attr-defined]
-            self.converted += image.conversion is not None
+            self.reencoded += image.conversion is not None
             yield image_example(image, source.path.rsplit("/", 1)[-1], source.label, source.synset,
                                 self.settings.texts[source.synset], self._boxes(source, image))
 

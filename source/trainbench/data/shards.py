@@ -48,7 +48,7 @@ class ShardResult:
     records: int
     bytes: int
     sha256: str
-    converted: int  # odd files re-encoded as RGB JPEG
+    reencoded: int  # odd files re-encoded as RGB JPEG (the manifest's "converted", its name in the file)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, reason)
 
 
@@ -119,7 +119,8 @@ class Manifest:
         return manifest
 
     def record(self, result: ShardResult) -> None:
-        entry = asdict(result)
+        # The manifest's key for the re-encoded count is "converted", since its first format; the order is kept.
+        entry = {("converted" if key == "reencoded" else key): value for key, value in asdict(result).items()}
         del entry["name"]
         self.shards[result.name] = entry
         self.save()

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, assert_one_line_error, run_cli
-from trainbench.bench.launch import torchrun_options, worker_command
+from trainbench.bench.launch import worker_command
 from trainbench.bench.ranks import merge_ranks
 from trainbench.config import BenchConfig, LaunchConfig, ModelConfig
+from trainbench.engines.launchers import torchrun_options
 from trainbench.errors import UsageError
 from trainbench.results.files import rank_file, rank_files
 from trainbench.results.records import BatchResult, Status

@@ -55,6 +55,7 @@ from trainbench.data import tf_pipeline
 from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
 from trainbench.data.synthetic import learnable_examples
 from trainbench.engines.base import CHECKPOINTS_KEPT, check_precision, resolve_device, steps_for, synthetic_split
+from trainbench.engines.capabilities import TENSORFLOW
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
@@ -345,6 +346,7 @@ class _Runner:
 
     def __init__(self, parts: _Parts, model: ModelConfig, per_replica_batch: int, data: str | None = None) -> None:
         self.images_per_step: int = parts.global_batch  # all replicas: what images/s must count
+        self.compile_s: float | None = None  # traced and compiled in the warm-up's first step, which no window holds
         self.network = parts.network  # for inspection (tests)
         self._strategy = parts.strategy
         if data is not None:
@@ -582,6 +584,7 @@ class _Trainer:
 
 class TensorFlowEngine:
     name = "tf"
+    capabilities = TENSORFLOW
 
     def versions(self) -> dict[str, Any]:
         build = tf.sysconfig.get_build_info()

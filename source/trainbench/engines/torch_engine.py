@@ -35,6 +35,8 @@ from trainbench.data import gpu_pipeline, torch_pipeline
 from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples
 from trainbench.engines.base import CHECKPOINTS_KEPT, check_precision, resolve_device, steps_for, synthetic_split
+from trainbench.engines.capabilities import TORCH
+from trainbench.engines.launchers import process_place
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
@@ -64,20 +66,16 @@ def _device(model_config: ModelConfig, loader: str = "cpu", data: str | None = N
 COLLECTIVE_TIMEOUT = dt.timedelta(minutes=10)  # a rank that died or hangs fails the others' collectives, not forever
 
 
-def world_size() -> int:
-    """Processes of this torchrun launch (1 without torchrun)."""
-    return int(os.environ.get("WORLD_SIZE", "1"))
-
-
 def _join_world(device: str) -> tuple[str, Callable[[nn.Module], nn.Module] | None]:
     """Under torchrun (even with one process: ``--torchrun``): this process's device (its LOCAL_RANK-th GPU) in the
     process group (NCCL on GPUs, gloo on the CPU) and the DistributedDataParallel wrapper; started alone: the device
     as it is and no wrapper."""
-    if world_size() <= 1 and "TORCHELASTIC_RUN_ID" not in os.environ:
+    place = process_place()
+    if place.world_size <= 1 and "TORCHELASTIC_RUN_ID" not in os.environ:
         return device, None
     cuda = torch.device(device).type == "cuda"
     if cuda:
-        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+        device = f"cuda:{place.local_rank}"
         torch.cuda.set_device(device)
     if not torch.distributed.is_initialized():
         torch.distributed.init_process_group(backend="nccl" if cuda else "gloo", timeout=COLLECTIVE_TIMEOUT)
@@ -228,7 +226,7 @@ class _Runner:
         device, wrap = _join_world(device)
         self._distributed = wrap is not None
         self.images_per_step: int = config.batch_size  # this process's (one device's); the sweep counts the world
-        rank, world = int(os.environ.get("RANK", "0")), world_size()
+        rank, _, world = process_place()
         learning_rate = config.optimizer.learning_rate(config.batch_size * world)
         self._parts = _build(model, config.optimizer, learning_rate, device, wrap)
         self._cuda = torch.device(device).type == "cuda"
@@ -298,8 +296,7 @@ def _on_device(images: np.ndarray, labels: np.ndarray, device: str, channels_las
 class _Trainer:
     def __init__(self, config: TrainConfig) -> None:
         model = config.model
-        self._world = world_size()
-        self._rank = int(os.environ.get("RANK", "0"))
+        self._rank, _, self._world = process_place()
         if config.batch_size % self._world:
             raise UsageError(f"batch size {config.batch_size} does not split evenly over {self._world} processes")
         device, wrap = _join_world(_device(model, config.loader, config.data))
@@ -490,6 +487,7 @@ def _checkpoints(directory: Path) -> list[tuple[int, Path]]:
 
 class TorchEngine:
     name = "torch"
+    capabilities = TORCH
 
     def versions(self) -> dict[str, Any]:
         gpus = [torch.cuda.get_device_name(index) for index in range(torch.cuda.device_count())]

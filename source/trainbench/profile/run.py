@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trainbench.bench.sweep import run_worker
-from trainbench.config import BenchConfig, ProfileConfig, to_dict
+from trainbench.config import FRAMEWORKS, BenchConfig, ProfileConfig, to_dict
 from trainbench.errors import UsageError
 from trainbench.profile.framework import FrameworkProfiler, trace_dir_for
 from trainbench.profile.gpu_target import GpuTarget, query_gpu
@@ -62,7 +62,7 @@ def check_profiler(name: str, profiler: Profiler, configs: Sequence[BenchConfig]
 
 
 def with_window(config: BenchConfig, window: ProfileConfig, run_dir: Path) -> BenchConfig:
-    trace_dir = str(trace_dir_for(run_dir.resolve(), config.batch_size)) if window.tool in ("torch", "tf") else None
+    trace_dir = str(trace_dir_for(run_dir.resolve(), config.batch_size)) if window.tool in FRAMEWORKS else None
     return dataclasses.replace(config, profile=dataclasses.replace(window, trace_dir=trace_dir))
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from trainbench.config import FRAMEWORKS
 from trainbench.report.found import (
     Campaign,
     Comparison,
@@ -396,7 +397,8 @@ _COREUTIL = ("batch_size", "status", "kernels", "fma", "fp16", "tensor", "sfu", 
 _TIMELINE = ("batch_size", "status", "gpu_busy_fraction", "window_ms", "steps", "step_gpu_ms_median", "memcpy_ms",
              "kernels", "top_kernel", "profiled_iterations")
 _FRAMEWORK = ("batch_size", "status", "profiled_iterations", "profiled_images_per_sec", "trace", "top_operator")
-_COREUTIL_TOOLS, _TIMELINE_TOOLS, _FRAMEWORK_TOOLS = ("ncu",), ("nsys", "nvprof"), ("torch", "tf")
+# A framework's own profiler is named after it (config.Profiler).
+_COREUTIL_TOOLS, _TIMELINE_TOOLS, _FRAMEWORK_TOOLS = ("ncu",), ("nsys", "nvprof"), FRAMEWORKS
 
 
 def _profiles_of(data: ReportData, tools: tuple[str, ...]) -> list[Profile]:

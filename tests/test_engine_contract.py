@@ -54,9 +54,9 @@ class Framework:
         return len(self.imported().config.list_physical_devices("GPU"))
 
     def weights(self, holder: Any) -> list[np.ndarray]:
-        """A runner's or a trainer's model state (weights and batch-norm statistics) as numpy copies."""
+        """A runner's or a trainer's network state (weights and batch-norm statistics) as numpy copies."""
         if self.name == "torch":
-            return [value.detach().cpu().numpy().copy() for value in holder.model.state_dict().values()]
+            return [value.detach().cpu().numpy().copy() for value in holder.network.state_dict().values()]
         return [value.copy() for value in holder.network.get_weights()]
 
     def saved_epochs(self, directory: Path) -> list[int]:

@@ -285,6 +285,7 @@ class _Trainer:
             self._loss_sum = tf.Variable(0.0, trainable=False, dtype=tf.float32)
             self._loss_steps = tf.Variable(0.0, trainable=False, dtype=tf.float32)
             self._epoch = tf.Variable(0, trainable=False, dtype=tf.int64)
+        # "model": the name every checkpoint so far saved the network under.
         self._checkpoint = tf.train.Checkpoint(model=self.network, optimizer=parts.optimizer, epoch=self._epoch)
         self._managers: dict[Path, tf.train.CheckpointManager] = {}
         self._train_step = self._compile_train_step()

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, assert_one_line_error, run_cli
-from trainbench.bench.launch import torchrun_options, worker_command
+from trainbench.bench.launch import worker_command
 from trainbench.bench.ranks import merge_ranks
 from trainbench.config import BenchConfig, LaunchConfig, ModelConfig
+from trainbench.engines.launchers import torchrun_options
 from trainbench.errors import UsageError
 from trainbench.results.files import rank_file, rank_files
 from trainbench.results.records import BatchResult, Status
@@ -131,7 +132,8 @@ def test_one_process_through_torchrun_measures_under_ddp(tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_two_process_training_keeps_the_parameters_identical(tmp_path: Path) -> None:
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(REPO)}
+    # This checkout's source first: the ranks must run the engine under test, not an installed copy.
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": os.pathsep.join([str(REPO / "source"), str(REPO)])}
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--standalone",
                            str(REPO / "tests" / "distributed" / "train_digest.py"), str(tmp_path)],
                           capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)

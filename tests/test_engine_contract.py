@@ -30,6 +30,7 @@ from trainbench.engines.base import (
     steps_for,
     synthetic_split,
 )
+from trainbench.engines.capabilities import capabilities_of
 from trainbench.errors import UsageError
 from trainbench.results.failure import failure_status, is_out_of_memory
 from trainbench.results.records import Status
@@ -53,9 +54,9 @@ class Framework:
         return len(self.imported().config.list_physical_devices("GPU"))
 
     def weights(self, holder: Any) -> list[np.ndarray]:
-        """A runner's or a trainer's model state (weights and batch-norm statistics) as numpy copies."""
+        """A runner's or a trainer's network state (weights and batch-norm statistics) as numpy copies."""
         if self.name == "torch":
-            return [value.detach().cpu().numpy().copy() for value in holder.model.state_dict().values()]
+            return [value.detach().cpu().numpy().copy() for value in holder.network.state_dict().values()]
         return [value.copy() for value in holder.network.get_weights()]
 
     def saved_epochs(self, directory: Path) -> list[int]:
@@ -202,6 +203,7 @@ def whole_slice(arrays: tuple[np.ndarray, ...], start: int, stop: int) -> tuple[
 def test_load_engine_gives_the_named_engine(framework: Framework, engine: Engine) -> None:
     assert engine.name == framework.name
     assert load_engine(framework.name) is engine  # one engine per framework
+    assert engine.capabilities is capabilities_of(framework.name)  # the record the harness reads without it
 
 
 def test_cuda_without_a_gpu_is_refused_naming_the_framework(framework: Framework, engine: Engine) -> None:
@@ -261,6 +263,7 @@ def wrapped(error: BaseException) -> BaseException:
 def test_the_runner_counts_its_images_and_trains(framework: Framework, engine: Engine) -> None:
     runner = engine.make_runner(BenchConfig(model=model_config(framework), batch_size=2))
     assert runner.images_per_step == 2  # one device: the batch
+    assert runner.compile_s is None  # nothing compiled ahead of the windows without --compile or --cuda-graph
     before = framework.weights(runner)
     runner.step()
     runner.sync()

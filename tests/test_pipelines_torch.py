@@ -140,11 +140,11 @@ def test_runner_takes_each_step_from_the_pipeline(shards: Path) -> None:
     config = BenchConfig(model=ModelConfig(image_size=IMAGE_SIZE, num_classes=CLASSES, device="cpu"), batch_size=2,
                          data=str(shards))
     runner = ENGINE.make_runner(config)
-    before = runner.model.fc.bias.detach().clone()
+    before = runner.network.fc.bias.detach().clone()
     runner.step()
     runner.step()
     runner.sync()
-    assert not torch.equal(before, runner.model.fc.bias)
+    assert not torch.equal(before, runner.network.fc.bias)
 
 
 def test_missing_or_empty_data_folders_are_refused(tmp_path: Path) -> None:

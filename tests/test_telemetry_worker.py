@@ -22,6 +22,7 @@ import pytest
 
 from trainbench.bench.worker import measure
 from trainbench.config import BenchConfig, ModelConfig
+from trainbench.engines.capabilities import TORCH
 from trainbench.telemetry.nvml import gpu_report, visible_gpu_count
 from trainbench.telemetry.schema import EVENT_SAMPLE, GPU_TELEMETRY, REASON_BITS, TELEMETRY_VALUES
 
@@ -64,6 +65,7 @@ class SleepRunner:
     """A training step of fixed wall time."""
 
     images_per_step = 16
+    compile_s = None  # nothing prepared ahead of the windows
 
     def step(self) -> None:
         time.sleep(STEP_S)
@@ -74,6 +76,7 @@ class SleepRunner:
 
 class SleepEngine:
     name = "sleep"
+    capabilities = TORCH  # measured as a torch process is: its own GPU
 
     def make_runner(self, config: BenchConfig) -> SleepRunner:
         return SleepRunner()

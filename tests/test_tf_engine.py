@@ -231,7 +231,7 @@ MIRRORED = textwrap.dedent(
     from trainbench.engines import tf_engine
 
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    tf_engine._strategy = lambda model: mirrored  # what two GPUs would get
+    tf_engine.make_strategy = lambda model: mirrored  # what two GPUs would get
     model = ModelConfig(framework="tf", image_size=32, num_classes=4, device="cpu")
 
     runner = tf_engine.ENGINE.make_runner(BenchConfig(model=model, batch_size=2))

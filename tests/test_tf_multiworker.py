@@ -27,8 +27,8 @@ pytest.importorskip("official")
 from tensorflow.python.distribute import multi_worker_util
 
 from trainbench.config import ModelConfig
-from trainbench.engines import tf_engine
-from trainbench.engines.tf_engine import Cluster, _cluster_resolver, cluster_of, strategy_kind
+from trainbench.engines import tf_distribute
+from trainbench.engines.tf_distribute import Cluster, _cluster_resolver, cluster_of, strategy_kind
 from trainbench.errors import UsageError
 
 SOURCE = Path(__file__).resolve().parents[1] / "source"
@@ -147,10 +147,10 @@ def test_a_worker_whose_tensorflow_already_ran_is_one_line(monkeypatch: pytest.M
     monkeypatch.setenv("TF_CONFIG", tf_config(2)["TF_CONFIG"])
     model = ModelConfig(framework="tf", image_size=32, num_classes=4, device="cpu")
     with pytest.raises(UsageError, match=r"TF_CONFIG makes this process one of 2 TensorFlow workers.*must come first"):
-        tf_engine._strategy(model)
-    assert not tf_engine._multi_worker  # nothing cached: the process trains alone again without TF_CONFIG
+        tf_distribute.make_strategy(model)
+    assert not tf_distribute._multi_worker  # nothing cached: the process trains alone again without TF_CONFIG
     monkeypatch.delenv("TF_CONFIG")
-    assert isinstance(tf_engine._strategy(model), tf.distribute.OneDeviceStrategy)
+    assert isinstance(tf_distribute.make_strategy(model), tf.distribute.OneDeviceStrategy)
 
 
 # --- slow: two worker processes -----------------------------------------------------------------------------------
@@ -174,7 +174,7 @@ WORKER = textwrap.dedent(
 
     if how == "mirrored":
         mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-        tf_engine._strategy = lambda model: mirrored
+        tf_engine.make_strategy = lambda model: mirrored
 
     def digest(variables):
         hasher = hashlib.sha256()
@@ -191,7 +191,7 @@ WORKER = textwrap.dedent(
         return {
             "replicas": strategy.num_replicas_in_sync,
             "multi_worker": isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy),
-            "cached": tf_engine._strategy(model) is strategy,  # a second request gets the process's one strategy
+            "cached": tf_engine.make_strategy(model) is strategy,  # a second request gets the process's one strategy
             "sigterm_caught": sigterm_caught(),
         }
 

@@ -10,6 +10,7 @@ import pytest
 from trainbench.bench.timing import run_window
 from trainbench.bench.worker import measure
 from trainbench.config import BenchConfig, ModelConfig
+from trainbench.engines.capabilities import TORCH
 
 
 class QueueingRunner:
@@ -72,6 +73,7 @@ class CountingRunner:
     """A step that does nothing but count: what matters here is how many steps run, and where the syncs fall."""
 
     images_per_step = 4
+    compile_s = None  # nothing prepared ahead of the windows
 
     def __init__(self) -> None:
         self.events: list[str] = []
@@ -85,6 +87,7 @@ class CountingRunner:
 
 class CountingEngine:
     name = "counting"
+    capabilities = TORCH  # measured as a torch process is: its own GPU
 
     def __init__(self) -> None:
         self.runner = CountingRunner()

@@ -49,24 +49,24 @@ def capture_input(module: torch.nn.Module, seen: list[torch.Tensor]) -> None:
 def test_runner_computes_in_the_requested_precision(precision: str, dtype: torch.dtype) -> None:
     runner = ENGINE.make_runner(bench_config(precision=precision))
     seen: list[torch.Tensor] = []
-    capture_input(runner.model.fc, seen)
-    before = runner.model.fc.weight.detach().clone()
+    capture_input(runner.network.fc, seen)
+    before = runner.network.fc.weight.detach().clone()
     for _ in range(2):
         runner.step()
     runner.sync()
     assert [tensor.dtype for tensor in seen[1::2]] == [dtype, dtype]  # autocast reached the last layer
-    assert runner.model.fc.weight.dtype == torch.float32  # master weights stay fp32 under autocast
-    assert not torch.equal(before, runner.model.fc.weight)
+    assert runner.network.fc.weight.dtype == torch.float32  # master weights stay fp32 under autocast
+    assert not torch.equal(before, runner.network.fc.weight)
 
 
 @pytest.mark.slow
 def test_runner_channels_last_keeps_model_and_input_in_nhwc() -> None:
     runner = ENGINE.make_runner(bench_config(channels_last=True))
     seen: list[torch.Tensor] = []
-    capture_input(runner.model.conv1, seen)
+    capture_input(runner.network.conv1, seen)
     runner.step()
     runner.sync()
-    assert runner.model.conv1.weight.is_contiguous(memory_format=torch.channels_last)
+    assert runner.network.conv1.weight.is_contiguous(memory_format=torch.channels_last)
     assert seen[0].is_contiguous(memory_format=torch.channels_last)
     assert not seen[0].is_contiguous()  # a real NHWC layout, not a tensor that happens to satisfy both
 
@@ -122,7 +122,7 @@ def test_evaluate_cycles_the_evaluation_set_for_more_steps() -> None:
     result = trainer.evaluate()
     assert result["examples"] == 12
     assert 0 <= result["top1"] <= result["top5"] == 1.0  # top-5 of 4 classes
-    assert trainer.model.training  # back in training mode
+    assert trainer.network.training  # back in training mode
 
 
 @pytest.mark.slow
@@ -130,7 +130,7 @@ def test_trainer_feeds_channels_last_batches() -> None:
     model = ModelConfig(image_size=32, num_classes=4, device="cpu", channels_last=True)
     trainer = ENGINE.make_trainer(train_config(model=model))
     seen: list[torch.Tensor] = []
-    capture_input(trainer.model.conv1, seen)
+    capture_input(trainer.network.conv1, seen)
     trainer.train_step(0.01)
     assert seen[0].is_contiguous(memory_format=torch.channels_last) and not seen[0].is_contiguous()
     assert trainer.mean_loss() > 0
@@ -178,5 +178,5 @@ def test_resume_continues_where_the_checkpoint_left_off(two_epochs: Path, tmp_pa
     # uninterrupted run of 3 epochs ends.
     straight = ENGINE.make_trainer(train_config(epochs=3))
     train(train_config(epochs=3), straight, tmp_path / "straight", quiet)
-    for name, value in straight.model.state_dict().items():
-        assert torch.allclose(resumed.model.state_dict()[name].float(), value.float(), rtol=1e-4, atol=1e-6), name
+    for name, value in straight.network.state_dict().items():
+        assert torch.allclose(resumed.network.state_dict()[name].float(), value.float(), rtol=1e-4, atol=1e-6), name

@@ -30,14 +30,14 @@ def main(run_dir: str) -> None:
                          epochs=1, batch_size=4, steps_per_epoch=3, eval_steps=1, synthetic_train_examples=16,
                          synthetic_eval_examples=4, output=run_dir)
     trainer = TorchEngine().make_trainer(config)
-    before = digest(list(trainer.model.parameters()))
+    before = digest(list(trainer.network.parameters()))
     train(config, trainer, Path(run_dir), lambda line: None)
     # Batch norm's running statistics (buffers) are each rank's own until DDP's next forward broadcasts rank 0's:
     # reported apart from the parameters, which DDP's averaged gradients keep identical.
     rank = int(os.environ["RANK"])
     (Path(run_dir) / f"digest_{rank}.json").write_text(json.dumps(
         {"rank": rank, "world": torch.distributed.get_world_size(), "before": before,
-         "after": digest(list(trainer.model.parameters())), "buffers": digest(list(trainer.model.buffers()))}))
+         "after": digest(list(trainer.network.parameters())), "buffers": digest(list(trainer.network.buffers()))}))
 
 
 if __name__ == "__main__":

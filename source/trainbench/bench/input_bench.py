@@ -12,7 +12,6 @@ rate (``INPUT_HEADROOM``): such a run measures the input pipeline at least as mu
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +29,8 @@ from trainbench.config import (
     int_problem,
     loader_problem,
 )
-from trainbench.data.source import DataSource, open_source, tfrecords_only
+from trainbench.data.source import open_source
+from trainbench.engines.capabilities import capabilities_of
 from trainbench.errors import UsageError
 
 INPUT_HEADROOM = 1.1
@@ -64,42 +64,11 @@ class InputBench:
         check("seed", int_problem(self.seed, 0, MAX_SEED))
 
 
-def _tf_batches(source: DataSource, bench: InputBench) -> Generator[Any, None, None]:
-    files = tfrecords_only(source).train  # before TensorFlow is imported: seconds saved on a refusal
-    from trainbench.data import tf_pipeline  # only in TensorFlow processes: torch must not follow it
-
-    dataset = tf_pipeline.training_dataset(files, bench.batch_size, bench.image_size, bench.seed, threads=bench.workers)
-    with tf_pipeline.naming_corrupt_shard(files):
-        yield from dataset
-
-
-def _torch_batches(source: DataSource, bench: InputBench) -> Generator[Any, None, None]:
-    import torch
-
-    from trainbench.data import gpu_pipeline, torch_pipeline
-
-    if bench.loader == "cpu":
-        loader = torch_pipeline.make_loader(source, bench.batch_size, bench.image_size, train=True, seed=bench.seed,
-                                            workers=bench.workers)
-        yield from torch_pipeline.batches(loader, endless=True)
-        return
-    if not torch.cuda.is_available():
-        raise UsageError("--loader gpu: PyTorch sees no GPU; use --loader cpu")
-    loader = gpu_pipeline.make_loader(source, bench.batch_size, train=True, seed=bench.seed, workers=bench.workers,
-                                      pin_memory=True)
-    batches = gpu_pipeline.batches(loader, bench.image_size, "cuda", train=True, endless=True)
-    try:
-        for batch in batches:
-            torch.cuda.current_stream().synchronize()  # a batch counts once prepared on the GPU, not once queued
-            yield batch
-    finally:
-        batches.close()
-
-
 def measure_input(bench: InputBench) -> dict[str, Any]:
     """Images/s of the training pipeline alone, with the figures it is computed from."""
     source = open_source(bench.data)
-    batches = (_tf_batches if bench.framework == "tf" else _torch_batches)(source, bench)
+    batches = capabilities_of(bench.framework).input_batches(source, bench.batch_size, bench.image_size, bench.seed,
+                                                             bench.workers, bench.loader)
     try:
         for _ in range(bench.warmup):
             next(batches)

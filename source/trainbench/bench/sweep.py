@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainbench.bench.launch import under_torchrun, worker_command
+from trainbench.bench.launch import under_launcher, worker_command
 from trainbench.bench.ranks import merge_ranks
 from trainbench.bench.store import ThroughputRun
 from trainbench.bench.worker import SWEEP_ENV, sweep_identity
@@ -127,7 +127,7 @@ def _outcome(config: BenchConfig, result_path: Path, returncode: int,
              log_path: Path) -> tuple[BatchResult, dict[str, Any]]:
     """The batch size's result and the payload its step times come from (the lowest rank's): what the worker wrote,
     its ranks' results combined, or its death."""
-    distributed = under_torchrun(config) and config.launch.distributed  # a result file per rank
+    distributed = under_launcher(config) and config.launch.distributed  # a result file per rank
     paths = rank_files(result_path) if distributed else [result_path]
     payloads = [json.loads(path.read_text()) for path in paths if path.exists()]
     if not payloads:

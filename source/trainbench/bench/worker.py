@@ -29,6 +29,7 @@ from trainbench.bench.timing import run_window
 from trainbench.config import BenchConfig, bench_config_from_dict
 from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
+from trainbench.engines.launchers import process_place
 from trainbench.results.failure import failure_status, one_line
 from trainbench.results.files import rank_file, write_json_atomic
 from trainbench.results.records import BatchResult, Status
@@ -127,15 +128,15 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
     telemetry: energy and throttle counters at every window's edges, the sampled timeline into ``timeline``."""
     pipeline_rate = input_rate(config) if config.data is not None else None
     runner = engine.make_runner(config)
-    compile_s = getattr(runner, "compile_s", None)  # torch --compile / --cuda-graph: done before any window
+    compile_s = runner.compile_s  # torch --compile / --cuda-graph: done before any window
     if compile_s is not None:
         print(f"batch {config.batch_size}: step compiled in {compile_s:.1f} s (in no window)", flush=True)
     windows_text = f" x {config.windows} windows" if config.windows > 1 else ""
     print(f"batch {config.batch_size}: {config.warmup_steps} warm-up + {config.steps} timed steps{windows_text}",
           flush=True)
-    # TensorFlow's one process drives every GPU it sees (MirroredStrategy); a torch process, its own
     telemetry = WindowTelemetry.open(config.model.device, timeline, config.telemetry_interval_s,
-                                     every_gpu=config.model.framework == "tf")
+                                     every_gpu=engine.capabilities.drives_every_gpu,
+                                     local_rank=process_place().local_rank)
     try:
         # One warm-up, then the windows back to back: each synchronised at both edges, each its own images/s sample.
         windows = [run_window(runner, config.warmup_steps if i == 0 else 0, config.steps,
@@ -179,8 +180,9 @@ def main(argv: list[str], how: Measure = measure) -> int:
     exit_with_sweep()
     config_path, result_path, *timeline = (Path(arg) for arg in argv)
     config = bench_config_from_dict(json.loads(config_path.read_text()))
-    rank = int(os.environ["RANK"]) if int(os.environ.get("WORLD_SIZE", "1")) > 1 else None
-    if rank is not None:  # one of torchrun's processes: files of its own
+    place = process_place()
+    rank = place.rank if place.ranked else None
+    if rank is not None:  # one of the launcher's processes: files of its own
         result_path = rank_file(result_path, rank)
         if rank:  # rank 0's timeline keeps the plain name: telemetry.png draws it
             timeline = [rank_file(path, rank) for path in timeline]

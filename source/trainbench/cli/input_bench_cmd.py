@@ -19,6 +19,7 @@ from trainbench.cli.options import (
     whole_number,
 )
 from trainbench.config import FRAMEWORKS, MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_WORKERS, ModelConfig, field_default
+from trainbench.engines.capabilities import capabilities_of
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -59,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     bench = bench_from_args(args)
     result = measure_input(bench)
     workers = "all cores" if bench.workers is None else f"{bench.workers} workers"
-    loader = f", {bench.loader} loader" if bench.framework == "torch" else ""  # TensorFlow has tf.data only
+    choice_of_loaders = len(capabilities_of(bench.framework).loaders) > 1  # TensorFlow has tf.data only
+    loader = f", {bench.loader} loader" if choice_of_loaders else ""
     print(f"input pipeline ({bench.framework}{loader}, {workers}, batch {bench.batch_size}, "
           f"{bench.image_size} px): "
           f"{result['images_per_sec']:.1f} images/s ({result['images']} images in {result['seconds']:.3f} s)")

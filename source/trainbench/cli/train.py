@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from trainbench.bench.launch import TORCHRUN, torchrun_options
 from trainbench.cli.options import (
     DATA_DIR_HELP,
     POSITIVE,
@@ -36,6 +35,7 @@ from trainbench.config import (
 )
 from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
+from trainbench.engines.capabilities import capabilities_of
 from trainbench.errors import UsageError
 from trainbench.results.failure import is_out_of_memory, one_line
 from trainbench.results.files import create_run_dir, write_json_atomic
@@ -179,11 +179,10 @@ def _train(config: TrainConfig, engine: Engine, run_dir: Path) -> int:
     return 0
 
 
-def _launch(config: TrainConfig, run_dir: Path) -> int:
-    """The run's processes under torchrun (each one ``trainbench train --rank-of RUN_DIR``); their exit status."""
-    command = [sys.executable, "-m", TORCHRUN, *torchrun_options(config.launch), "--module", "trainbench", "train",
-               "--rank-of", str(run_dir)]
-    return subprocess.run(command, check=False).returncode
+def _launch(launcher: list[str], run_dir: Path) -> int:
+    """The run's processes under the engine's launcher (each one ``trainbench train --rank-of RUN_DIR``); their
+    exit status."""
+    return subprocess.run([*launcher, "trainbench", "train", "--rank-of", str(run_dir)], check=False).returncode
 
 
 def run(args: argparse.Namespace) -> int:
@@ -199,8 +198,8 @@ def run(args: argparse.Namespace) -> int:
         run_dir = create_run_dir(Path(config.output), f"train_{config.model.framework}_{config.model.precision}")
     _start_record(run_dir, config)
     print(f"run folder: {run_dir}", flush=True)
-    if config.model.framework == "torch" and (config.launch.distributed or config.launch.torchrun):
-        status = _launch(config, run_dir)
+    if launcher := capabilities_of(config.model.framework).launcher(config.launch, ""):
+        status = _launch(launcher, run_dir)
     else:
         status = _train(config, load_engine(config.model.framework), run_dir)
     print(run_dir)

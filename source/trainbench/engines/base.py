@@ -21,6 +21,7 @@ from trainbench.config import (
     problems,
     refuse,
 )
+from trainbench.engines.capabilities import Capabilities
 from trainbench.errors import UsageError
 from trainbench.telemetry.nvml import visible_gpu_count
 from trainbench.training.trainer import Trainer
@@ -33,6 +34,9 @@ class StepRunner(Protocol):
     """A compiled training step over a fixed input source, ready to be timed."""
 
     images_per_step: int  # images one step trains on, all replicas together: what images/s counts
+    # Seconds spent compiling or capturing the step before any window (torch --compile, --cuda-graph); None when
+    # the step is not prepared ahead (TensorFlow traces in the warm-up, which no window holds either).
+    compile_s: float | None
 
     def step(self) -> None:
         """Run one training step: forward, loss, backward, optimizer update. May return before the device is done."""
@@ -43,15 +47,17 @@ class StepRunner(Protocol):
 
 class Engine(Protocol):
     name: str
+    capabilities: Capabilities  # what the harness knows of this framework without importing it (its static record)
 
     def versions(self) -> dict[str, Any]:
         """Framework, CUDA and cuDNN versions and the devices the framework sees, for env.json."""
 
     def make_runner(self, config: BenchConfig) -> StepRunner:
-        """Build model, optimizer and synthetic (or, later, real) input for one batch size."""
+        """Build the network, optimizer and input (synthetic, or the data folder's training split) for one batch
+        size."""
 
     def make_trainer(self, config: TrainConfig) -> Trainer:
-        """Build model, optimizer and the training and evaluation input for end-to-end training."""
+        """Build the network, optimizer and the training and evaluation input for end-to-end training."""
 
 
 # --- rules shared by the engines (and the command line) ---------------------------------------------------------

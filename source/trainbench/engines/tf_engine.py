@@ -29,16 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-import json
 import math
 import os
-import signal
 import tempfile
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any
 
 # The official model code calls ``tf.initializers``, which TensorFlow routes to Keras 3 unless this is set: the
 # classifier would then get a Keras 3 initializer inside a tf_keras model. TensorFlow reads it when ``tf.keras``
@@ -54,178 +51,13 @@ from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainCo
 from trainbench.data import tf_pipeline
 from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
 from trainbench.data.synthetic import learnable_examples
-from trainbench.engines.base import CHECKPOINTS_KEPT, check_precision, resolve_device, steps_for, synthetic_split
+from trainbench.engines.base import CHECKPOINTS_KEPT, steps_for, synthetic_split
+from trainbench.engines.capabilities import TENSORFLOW
+from trainbench.engines.tf_distribute import make_strategy, world_record
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
 _POLICIES = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
-
-
-# --- devices and strategy -------------------------------------------------------------------------------------
-
-StrategyKind = Literal["one_device", "mirrored", "multi_worker"]
-
-
-class Cluster(NamedTuple):
-    """This process's place in a job of several worker processes, as its environment describes it."""
-
-    source: Literal["TF_CONFIG", "Slurm"]
-    workers: int  # processes training together: TF_CONFIG's chief and worker tasks, or the Slurm step's tasks
-    chief: bool  # the one process that writes checkpoints and results
-
-
-def _tf_config_cluster(text: str) -> Cluster | None:
-    """TF_CONFIG's cluster when it has more than one training task; a malformed one is a one-line UsageError."""
-    try:
-        tf_config = json.loads(text)
-    except ValueError as error:
-        raise UsageError(f"TF_CONFIG is not valid JSON ({error})") from None
-    cluster = tf_config.get("cluster") if isinstance(tf_config, dict) else None
-    task = tf_config.get("task", {}) if isinstance(tf_config, dict) else None
-    if not isinstance(cluster, dict) or not isinstance(task, dict) or not all(
-        isinstance(addresses, list) for addresses in cluster.values()
-    ):
-        raise UsageError('TF_CONFIG must look like {"cluster": {"worker": ["host:port", ...]}, '
-                         '"task": {"type": "worker", "index": 0}}')
-    chiefs, workers = len(cluster.get("chief", [])), len(cluster.get("worker", []))
-    if chiefs + workers <= 1:
-        return None  # a cluster of one: the process trains alone
-    if cluster.get("ps"):
-        raise UsageError("TF_CONFIG names parameter servers (ps): trainbench trains with "
-                         "MultiWorkerMirroredStrategy, chief and worker tasks only")
-    task_type, index = task.get("type"), task.get("index", 0)
-    if task_type not in ("chief", "worker") or not isinstance(index, int) or not 0 <= index < len(
-        cluster.get(task_type, [])
-    ):
-        raise UsageError(f"TF_CONFIG's task {task!r} is not one of its cluster's chief or worker tasks")
-    chief = task_type == "chief" or (not chiefs and index == 0)
-    return Cluster("TF_CONFIG", chiefs + workers, chief)
-
-
-def _slurm_number(environ: Mapping[str, str], name: str) -> int:
-    try:
-        return int(environ[name])
-    except ValueError:
-        raise UsageError(f"{name}={environ[name]!r} is not a whole number") from None
-
-
-def cluster_of(environ: Mapping[str, str]) -> Cluster | None:
-    """The multi-worker job this process is one worker of, or None when it trains alone.
-
-    TF_CONFIG (set by the user, explicit) comes first. Slurm counts when the process is one task of a job step of
-    several (``srun``): SLURM_STEP_NUM_TASKS, which only srun sets. SLURM_NTASKS is not enough: a batch script
-    itself has SLURM_NTASKS and SLURM_PROCID=0 too, and would then wait forever for workers that never start.
-    """
-    if environ.get("TF_CONFIG", "").strip():
-        return _tf_config_cluster(environ["TF_CONFIG"])
-    if "SLURM_STEP_NUM_TASKS" in environ and "SLURM_PROCID" in environ:
-        tasks = _slurm_number(environ, "SLURM_STEP_NUM_TASKS")
-        if tasks > 1:
-            return Cluster("Slurm", tasks, _slurm_number(environ, "SLURM_PROCID") == 0)
-    return None
-
-
-def strategy_kind(environ: Mapping[str, str], gpus: int, device: str) -> StrategyKind:
-    """Which strategy trains: several workers, several GPUs of this process, or one device.
-
-    ``gpus``: the GPUs TensorFlow sees; ``device``: the resolved device, 'cuda' or 'cpu'."""
-    if cluster_of(environ) is not None:
-        return "multi_worker"
-    return "mirrored" if device == "cuda" and gpus > 1 else "one_device"
-
-
-def _gpus() -> list[Any]:
-    # Listing physical devices does not start TensorFlow's runtime: MultiWorkerMirroredStrategy can still follow.
-    gpus = tf.config.list_physical_devices("GPU")
-    for gpu in gpus:
-        # Grow on demand instead of taking all memory up front: the OOM probe of a batch-size sweep then fails on
-        # what the step needs, and nvidia-smi shows real use. Too late once the GPU is initialised; that's fine.
-        with contextlib.suppress(RuntimeError, ValueError):
-            tf.config.experimental.set_memory_growth(gpu, True)
-    return gpus
-
-
-def _cluster_resolver(cluster: Cluster, gpus: int) -> tf.distribute.cluster_resolver.ClusterResolver:
-    """TF_CONFIG's resolver, or Slurm's restated with this process's own GPU count.
-
-    SlurmClusterResolver would count GPUs with nvidia-smi (absent on CPU nodes), split a node's GPUs evenly over its
-    tasks (zero GPUs per task breaks its arithmetic) and rewrite CUDA_VISIBLE_DEVICES. Here it only names the
-    hosts, ports and this task; each task trains on the GPUs it sees (Slurm's --gpus-per-task, or one task per
-    node with all of them), so its GPU numbers below only satisfy its checks."""
-    if cluster.source == "TF_CONFIG":
-        return tf.distribute.cluster_resolver.TFConfigClusterResolver()  # MWMS counts this process's GPUs itself
-    slurm = tf.distribute.cluster_resolver.SlurmClusterResolver(
-        gpus_per_node=cluster.workers, gpus_per_task=1, auto_set_gpu=False
-    )
-    spec = slurm.cluster_spec()  # also sets task_type and task_id
-    return tf.distribute.cluster_resolver.SimpleClusterResolver(
-        spec, task_type=slurm.task_type, task_id=slurm.task_id, num_accelerators={"GPU": gpus}, rpc_layer="grpc"
-    )
-
-
-# The process's one MultiWorkerMirroredStrategy and the device it was made for: TensorFlow allows one per process,
-# made before anything starts its runtime, and the engine may be asked for a runner and then a trainer.
-_multi_worker: dict[str, tf.distribute.Strategy] = {}
-
-
-def _world_record() -> dict[str, Any] | None:
-    """The workers this process trained with, for env.json (None alone)."""
-    if not _multi_worker:
-        return None
-    [(device, strategy)] = _multi_worker.items()
-    cluster = cluster_of(os.environ)
-    return {"strategy": type(strategy).__name__, "device": device, "replicas": strategy.num_replicas_in_sync,
-            "workers": cluster.workers if cluster else None, "source": cluster.source if cluster else None}
-
-
-def _multi_worker_strategy(cluster: Cluster, device: str, gpus: int) -> tf.distribute.Strategy:
-    """MultiWorkerMirroredStrategy over every worker (each with its GPUs, or its CPU): made once per process."""
-    if _multi_worker:
-        [(made_for, strategy)] = _multi_worker.items()
-        if made_for != device:
-            raise UsageError(f"this worker already trains on {made_for} with its peers; it cannot switch to {device}")
-        return strategy
-    if device == "cpu" and gpus:
-        tf.config.set_visible_devices([], "GPU")  # MWMS takes every GPU it sees; still allowed at this point
-    implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL if device == "cuda"
-                      else tf.distribute.experimental.CommunicationImplementation.RING)
-    sigterm = signal.getsignal(signal.SIGTERM)
-    try:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(
-            cluster_resolver=_cluster_resolver(cluster, gpus if device == "cuda" else 0),
-            communication_options=tf.distribute.experimental.CommunicationOptions(implementation=implementation),
-        )
-    except RuntimeError as error:
-        if "program startup" not in str(error):
-            raise
-        raise UsageError(f"{cluster.source} makes this process one of {cluster.workers} TensorFlow workers, but "
-                         "TensorFlow already ran an operation in it: MultiWorkerMirroredStrategy must come "
-                         "first") from None
-    if sigterm is not None and threading.current_thread() is threading.main_thread():
-        # The coordination service replaced the process's SIGTERM handler with a flag for TensorFlow's preemption
-        # checkpointing (unused here): SIGTERM would no longer end a worker, nor reach the CLI's own handler. Put
-        # the previous one back; a peer that is gone is then noticed by its heartbeats (10 s) and fails the rest.
-        signal.signal(signal.SIGTERM, sigterm)
-    _multi_worker[device] = strategy
-    return strategy
-
-
-def _strategy(model: ModelConfig) -> tf.distribute.Strategy:
-    """MultiWorkerMirroredStrategy when this process is one worker of several (TF_CONFIG, a Slurm step);
-    else MirroredStrategy over all GPUs when there are several, else one device (also the CPU on a GPU machine).
-
-    Nothing here starts TensorFlow's runtime before MultiWorkerMirroredStrategy is made, which it requires."""
-    gpus = len(_gpus())
-    device = resolve_device(model.device, gpus, "TensorFlow")
-    check_precision(model.precision, device)
-    kind = strategy_kind(os.environ, gpus, device)
-    if kind == "multi_worker":
-        cluster = cluster_of(os.environ)
-        assert cluster is not None
-        return _multi_worker_strategy(cluster, device, gpus)
-    if kind == "mirrored":
-        return tf.distribute.MirroredStrategy()
-    return tf.distribute.OneDeviceStrategy("/gpu:0" if device == "cuda" else "/cpu:0")
 
 
 # --- model, optimizer, step ---------------------------------------------------------------------------------
@@ -345,6 +177,7 @@ class _Runner:
 
     def __init__(self, parts: _Parts, model: ModelConfig, per_replica_batch: int, data: str | None = None) -> None:
         self.images_per_step: int = parts.global_batch  # all replicas: what images/s must count
+        self.compile_s: float | None = None  # traced and compiled in the warm-up's first step, which no window holds
         self.network = parts.network  # for inspection (tests)
         self._strategy = parts.strategy
         if data is not None:
@@ -437,7 +270,7 @@ def _record_datasets(
 
 class _Trainer:
     def __init__(self, config: TrainConfig) -> None:
-        strategy = _strategy(config.model)
+        strategy = make_strategy(config.model)
         replicas = strategy.num_replicas_in_sync
         if config.batch_size % replicas:
             raise UsageError(f"batch size {config.batch_size} does not split evenly over {replicas} replicas")
@@ -447,7 +280,20 @@ class _Trainer:
         self.global_batch: int = parts.global_batch
         # One process drives every replica under MirroredStrategy; with several workers, the chief alone writes.
         self.is_primary: bool = strategy.extended.should_checkpoint
-        model = config.model
+        self._datasets(config)
+        with strategy.scope():
+            self._loss_sum = tf.Variable(0.0, trainable=False, dtype=tf.float32)
+            self._loss_steps = tf.Variable(0.0, trainable=False, dtype=tf.float32)
+            self._epoch = tf.Variable(0, trainable=False, dtype=tf.int64)
+        # "model": the name every checkpoint so far saved the network under.
+        self._checkpoint = tf.train.Checkpoint(model=self.network, optimizer=parts.optimizer, epoch=self._epoch)
+        self._managers: dict[Path, tf.train.CheckpointManager] = {}
+        self._train_step = self._compile_train_step()
+        self._eval_step = self._compile_eval_step(config)
+
+    def _datasets(self, config: TrainConfig) -> None:
+        """The training and evaluation input, distributed over the replicas, and the step counts they give: the
+        data folder's TFRecords, else the learnable synthetic set."""
         source = tfrecords_only(open_source(config.data)) if config.data is not None else None
         self._files = (*source.train, *source.evaluation) if source else ()  # named when a record is corrupt
         train_count = record_count(source.train) if source else config.synthetic_train_examples
@@ -458,18 +304,12 @@ class _Trainer:
             train_data, eval_data = _record_datasets(config, source, self.global_batch, eval_count)
         else:
             train_data, eval_data = _synthetic_datasets(config, self.global_batch)
+        strategy = self._parts.strategy
         self._train_iterator = iter(strategy.experimental_distribute_dataset(train_data))
         self._eval_data = strategy.experimental_distribute_dataset(eval_data)
 
-        with strategy.scope():
-            self._loss_sum = tf.Variable(0.0, trainable=False, dtype=tf.float32)
-            self._loss_steps = tf.Variable(0.0, trainable=False, dtype=tf.float32)
-            self._epoch = tf.Variable(0, trainable=False, dtype=tf.int64)
-        self._checkpoint = tf.train.Checkpoint(model=self.network, optimizer=parts.optimizer, epoch=self._epoch)
-        self._managers: dict[Path, tf.train.CheckpointManager] = {}
-
-        replica_step = parts.replica_step
-        network = self.network
+    def _compile_train_step(self) -> Callable[[Any], None]:
+        strategy, replica_step = self._parts.strategy, self._parts.replica_step
 
         @tf.function
         def train_step(iterator: Any) -> None:
@@ -478,6 +318,11 @@ class _Trainer:
             # Accumulated on the device: no host fetch per step, mean_loss() reads it once per log interval.
             self._loss_sum.assign_add(strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None))
             self._loss_steps.assign_add(1.0)
+
+        return train_step
+
+    def _compile_eval_step(self, config: TrainConfig) -> Callable[[Any], Any]:
+        strategy, network, model = self._parts.strategy, self.network, config.model
 
         def replica_eval(images: tf.Tensor, labels: tf.Tensor, valid: tf.Tensor) -> tuple[tf.Tensor, ...]:
             probabilities = network(images, training=False)
@@ -497,8 +342,7 @@ class _Trainer:
             outputs = strategy.run(replica_eval, args=next(iterator))
             return tuple(strategy.gather(output, axis=0) for output in outputs)
 
-        self._train_step = train_step
-        self._eval_step = eval_step
+        return eval_step
 
     def train_step(self, learning_rate: float) -> None:
         self._parts.optimizer.learning_rate.assign(learning_rate)
@@ -582,6 +426,7 @@ class _Trainer:
 
 class TensorFlowEngine:
     name = "tf"
+    capabilities = TENSORFLOW
 
     def versions(self) -> dict[str, Any]:
         build = tf.sysconfig.get_build_info()
@@ -596,11 +441,11 @@ class TensorFlowEngine:
             "gpu_names": [tf.config.experimental.get_device_details(gpu).get("device_name") for gpu in gpus],
             "xla_auto_jit": tf.config.optimizer.get_jit(),  # tf.function(jit_compile=...) is set per run instead
             "tf_xla_flags": os.environ.get("TF_XLA_FLAGS", ""),
-            "distributed": _world_record(),
+            "distributed": world_record(),
         }
 
     def make_runner(self, config: BenchConfig) -> _Runner:
-        parts = _build_parts(config.model, config.optimizer, _strategy(config.model), config.batch_size)
+        parts = _build_parts(config.model, config.optimizer, make_strategy(config.model), config.batch_size)
         return _Runner(parts, config.model, config.batch_size, config.data)
 
     def make_trainer(self, config: TrainConfig) -> _Trainer:

@@ -35,6 +35,8 @@ from trainbench.data import gpu_pipeline, torch_pipeline
 from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples
 from trainbench.engines.base import CHECKPOINTS_KEPT, check_precision, resolve_device, steps_for, synthetic_split
+from trainbench.engines.capabilities import TORCH
+from trainbench.engines.launchers import process_place
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
@@ -64,20 +66,16 @@ def _device(model_config: ModelConfig, loader: str = "cpu", data: str | None = N
 COLLECTIVE_TIMEOUT = dt.timedelta(minutes=10)  # a rank that died or hangs fails the others' collectives, not forever
 
 
-def world_size() -> int:
-    """Processes of this torchrun launch (1 without torchrun)."""
-    return int(os.environ.get("WORLD_SIZE", "1"))
-
-
 def _join_world(device: str) -> tuple[str, Callable[[nn.Module], nn.Module] | None]:
     """Under torchrun (even with one process: ``--torchrun``): this process's device (its LOCAL_RANK-th GPU) in the
     process group (NCCL on GPUs, gloo on the CPU) and the DistributedDataParallel wrapper; started alone: the device
     as it is and no wrapper."""
-    if world_size() <= 1 and "TORCHELASTIC_RUN_ID" not in os.environ:
+    place = process_place()
+    if place.world_size <= 1 and "TORCHELASTIC_RUN_ID" not in os.environ:
         return device, None
     cuda = torch.device(device).type == "cuda"
     if cuda:
-        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+        device = f"cuda:{place.local_rank}"
         torch.cuda.set_device(device)
     if not torch.distributed.is_initialized():
         torch.distributed.init_process_group(backend="nccl" if cuda else "gloo", timeout=COLLECTIVE_TIMEOUT)
@@ -112,7 +110,7 @@ def _loss(logits: torch.Tensor, labels: torch.Tensor, smoothing: float, reductio
 
 @dataclass
 class _Parts:
-    model: nn.Module  # the plain module: checkpoints hold its state_dict, evaluation calls it
+    network: nn.Module  # the plain module: checkpoints hold its state_dict, evaluation calls it
     optimizer: torch.optim.SGD
     scaler: torch.amp.GradScaler | None  # fp16 only
     step: StepFn  # (images, labels) -> detached loss; queues the work, never synchronises
@@ -124,17 +122,17 @@ def _build(
     model_config: ModelConfig, optimizer_config: OptimizerConfig, learning_rate: float, device: str,
     wrap: Callable[[nn.Module], nn.Module] | None = None,
 ) -> _Parts:
-    """Model, optimizer and training step; ``wrap`` adds DistributedDataParallel for multi-GPU training."""
+    """Network, optimizer and training step; ``wrap`` adds DistributedDataParallel for multi-GPU training."""
     torch.manual_seed(model_config.seed)
-    model = torchvision.models.resnet50(weights=None, num_classes=model_config.num_classes).to(device)
+    network = torchvision.models.resnet50(weights=None, num_classes=model_config.num_classes).to(device)
     if model_config.channels_last:
-        model = model.to(memory_format=torch.channels_last)
-    forward = wrap(model) if wrap else model
+        network = network.to(memory_format=torch.channels_last)
+    forward = wrap(network) if wrap else network
     if model_config.compile:
         # Static shapes: every batch of a run has the same shape (training drops the short last batch).
         forward = torch.compile(forward, mode=model_config.compile_mode, dynamic=False)
     optimizer = torch.optim.SGD(
-        model.parameters(), lr=learning_rate, momentum=optimizer_config.momentum,
+        network.parameters(), lr=learning_rate, momentum=optimizer_config.momentum,
         weight_decay=optimizer_config.weight_decay,
     )
     device_type = torch.device(device).type
@@ -142,7 +140,7 @@ def _build(
     scaler = torch.amp.GradScaler(device_type) if model_config.precision == "fp16" else None
     step = _make_step(forward, optimizer, scaler, device_type, dtype, optimizer_config.label_smoothing,
                       cache_casts=not model_config.cuda_graph)
-    return _Parts(model, optimizer, scaler, step, device_type, dtype)
+    return _Parts(network, optimizer, scaler, step, device_type, dtype)
 
 
 def _make_step(
@@ -228,7 +226,7 @@ class _Runner:
         device, wrap = _join_world(device)
         self._distributed = wrap is not None
         self.images_per_step: int = config.batch_size  # this process's (one device's); the sweep counts the world
-        rank, world = int(os.environ.get("RANK", "0")), world_size()
+        rank, _, world = process_place()
         learning_rate = config.optimizer.learning_rate(config.batch_size * world)
         self._parts = _build(model, config.optimizer, learning_rate, device, wrap)
         self._cuda = torch.device(device).type == "cuda"
@@ -270,8 +268,8 @@ class _Runner:
         return time.perf_counter() - start
 
     @property
-    def model(self) -> nn.Module:
-        return self._parts.model
+    def network(self) -> nn.Module:
+        return self._parts.network
 
     def step(self) -> None:
         self._train_step(*self._next_batch())
@@ -298,8 +296,7 @@ def _on_device(images: np.ndarray, labels: np.ndarray, device: str, channels_las
 class _Trainer:
     def __init__(self, config: TrainConfig) -> None:
         model = config.model
-        self._world = world_size()
-        self._rank = int(os.environ.get("RANK", "0"))
+        self._rank, _, self._world = process_place()
         if config.batch_size % self._world:
             raise UsageError(f"batch size {config.batch_size} does not split evenly over {self._world} processes")
         device, wrap = _join_world(_device(model, config.loader, config.data))
@@ -321,7 +318,7 @@ class _Trainer:
             self._init_synthetic_data(config)
         self._loss_sum = torch.zeros((), device=device)
         self._loss_steps = 0
-        self._parts.model.train()
+        self._parts.network.train()
 
     def _init_synthetic_data(self, config: TrainConfig) -> None:
         model, device = config.model, self._device
@@ -358,8 +355,8 @@ class _Trainer:
         self.eval_steps = steps_for(count_examples(source, False), config.batch_size, config.eval_steps)
 
     @property
-    def model(self) -> nn.Module:
-        return self._parts.model
+    def network(self) -> nn.Module:
+        return self._parts.network
 
     def _permutation(self, pass_number: int) -> torch.Tensor:
         order = np.random.default_rng((self._seed, pass_number)).permutation(len(self._train[1]))
@@ -403,11 +400,11 @@ class _Trainer:
     def evaluate(self) -> dict[str, float]:
         """Loss (the training criterion, so it compares with the training loss), top-1 and top-5 accuracy."""
         parts = self._parts
-        parts.model.eval()  # the plain model: a compiled one would recompile for eval mode and the last partial batch
+        parts.network.eval()  # uncompiled: a compiled one would recompile for eval mode and the last partial batch
         totals = np.zeros(4)  # loss sum, top-1 hits, top-5 hits, examples
         for images, labels in self._eval_batches():
             with _autocast(parts.device_type, parts.autocast_dtype):
-                logits = parts.model(images).float()
+                logits = parts.network(images).float()
             loss = _loss(logits, labels, self._smoothing, reduction="sum")
             logits_np, labels_np = logits.cpu().numpy(), labels.cpu().numpy()
             totals += (float(loss), top_k_correct(logits_np, labels_np, 1), top_k_correct(logits_np, labels_np, 5),
@@ -416,7 +413,7 @@ class _Trainer:
             summed = torch.tensor(totals, device=self._device)
             torch.distributed.all_reduce(summed)
             totals = summed.cpu().numpy()
-        parts.model.train()
+        parts.network.train()
         loss_sum, top1, top5, examples = totals
         return {"loss": loss_sum / examples, "top1": top1 / examples, "top5": top5 / examples,
                 "examples": float(examples)}
@@ -445,7 +442,7 @@ class _Trainer:
             parts = self._parts
             state = {
                 "epoch": epoch,
-                "model": parts.model.state_dict(),
+                "model": parts.network.state_dict(),  # the key every checkpoint so far has
                 "optimizer": parts.optimizer.state_dict(),
                 "scaler": parts.scaler.state_dict() if parts.scaler else None,
                 "data_position": (self._pass, self._cursor),
@@ -469,7 +466,7 @@ class _Trainer:
         _, path = found[-1]
         state = torch.load(path, map_location=self._device, weights_only=True)
         parts = self._parts
-        parts.model.load_state_dict(state["model"])
+        parts.network.load_state_dict(state["model"])
         parts.optimizer.load_state_dict(state["optimizer"])
         if parts.scaler is not None and state["scaler"] is not None:
             parts.scaler.load_state_dict(state["scaler"])
@@ -490,6 +487,7 @@ def _checkpoints(directory: Path) -> list[tuple[int, Path]]:
 
 class TorchEngine:
     name = "torch"
+    capabilities = TORCH
 
     def versions(self) -> dict[str, Any]:
         gpus = [torch.cuda.get_device_name(index) for index in range(torch.cuda.device_count())]

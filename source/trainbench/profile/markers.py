@@ -12,7 +12,10 @@ import ctypes
 import glob
 import os
 import sys
+from collections.abc import Callable
 from typing import Protocol
+
+from trainbench.engines.capabilities import MarkersApi
 
 
 class Markers(Protocol):
@@ -138,7 +141,12 @@ class CudaRuntimeMarkers:
             raise RuntimeError(f"{call} returned CUDA error {status}")
 
 
-def markers_for(framework: str, device: str) -> Markers:
+# By the API the engine declares (``Capabilities.markers``): its framework's own, or the CUDA runtime's.
+_MARKERS: dict[MarkersApi, Callable[[], Markers]] = {"torch.cuda": TorchMarkers, "cuda_runtime": CudaRuntimeMarkers}
+
+
+def markers_for(api: MarkersApi, device: str) -> Markers:
+    """The markers of a worker on ``device`` whose engine reaches the CUDA profiler API through ``api``."""
     if device != "cuda":
         return NoMarkers()
-    return TorchMarkers() if framework == "torch" else CudaRuntimeMarkers()
+    return _MARKERS[api]()

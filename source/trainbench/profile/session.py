@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from trainbench.bench.stats import images_per_sec
 from trainbench.config import FRAMEWORK_PROFILERS, BenchConfig, ProfileConfig, profiler_problem
 from trainbench.engines.base import StepRunner
+from trainbench.engines.capabilities import capabilities_of
 from trainbench.errors import UsageError
+from trainbench.profile.framework import TfProfilerHooks, TorchProfilerHooks
 from trainbench.profile.markers import markers_for
 from trainbench.profile.window import CaptureHooks, WindowHooks, WindowRecorder, profile_window
 from trainbench.results.records import BatchResult, Status
+
+# The frameworks' own profilers, by their --profiler name (each is named after its framework, config.Profiler):
+# (trace folder, window, device) -> the hooks that run it in the worker's process.
+_FRAMEWORK_HOOKS: dict[str, Callable[[Path, ProfileConfig, str], WindowHooks]] = {
+    "torch": lambda trace_dir, window, device: TorchProfilerHooks(trace_dir, window, cuda=device == "cuda"),
+    "tf": lambda trace_dir, window, device: TfProfilerHooks(trace_dir),
+}
 
 
 def framework_hooks(window: ProfileConfig, framework: str, device: str) -> list[WindowHooks]:
@@ -20,13 +30,7 @@ def framework_hooks(window: ProfileConfig, framework: str, device: str) -> list[
         raise UsageError(problem)
     trace_dir = Path(window.trace_dir or ".")
     trace_dir.mkdir(parents=True, exist_ok=True)
-    if framework == "torch":
-        from trainbench.profile.framework import TorchProfilerHooks
-
-        return [TorchProfilerHooks(trace_dir, window, cuda=device == "cuda")]
-    from trainbench.profile.framework import TfProfilerHooks
-
-    return [TfProfilerHooks(trace_dir)]
+    return [_FRAMEWORK_HOOKS[window.tool](trace_dir, window, device)]
 
 
 def profile_run(config: BenchConfig, runner: StepRunner) -> BatchResult:
@@ -37,8 +41,9 @@ def profile_run(config: BenchConfig, runner: StepRunner) -> BatchResult:
           f"{window.stop_iteration - 1}", flush=True)
     model = config.model
     recorder = WindowRecorder()
-    hooks: list[WindowHooks] = [recorder, CaptureHooks(markers_for(model.framework, model.device)),
-             *framework_hooks(window, model.framework, model.device)]
+    markers = markers_for(capabilities_of(model.framework).markers, model.device)
+    hooks: list[WindowHooks] = [recorder, CaptureHooks(markers),
+                                *framework_hooks(window, model.framework, model.device)]
     timing = profile_window(runner, window, hooks)
     return BatchResult(config.batch_size, Status.OK, None, {
         "profiler": window.tool,

@@ -54,13 +54,14 @@ class GpuProbe:
         self._handles = [nvml.nvmlDeviceGetHandleByIndex(gpu.index) for gpu in gpus]
 
     @classmethod
-    def open(cls, device: str, every_gpu: bool = False) -> GpuProbe | str:
-        """A probe of the GPUs a worker on ``device`` uses (``every_gpu``: all it sees), or why there is none."""
+    def open(cls, device: str, every_gpu: bool = False, local_rank: int = 0) -> GpuProbe | str:
+        """A probe of the GPUs a worker on ``device`` uses (``every_gpu``: all it sees; else the one of its
+        ``local_rank``, which the launcher's environment gives the caller), or why there is none."""
         if device != "cuda":
             return f"{NO_TELEMETRY}: the run is on the {device}"
         report = gpu_report()
         indices = worker_gpu_indices(device, report["gpus"], os.environ.get("CUDA_VISIBLE_DEVICES"),
-                                     every_gpu=every_gpu, local_rank=int(os.environ.get("LOCAL_RANK", "0")))
+                                     every_gpu=every_gpu, local_rank=local_rank)
         if not indices:
             return f"{NO_TELEMETRY}: {report.get('unavailable') or 'NVML sees none of the GPUs CUDA shows'}"
         by_index = {gpu["index"]: gpu for gpu in report["gpus"]}

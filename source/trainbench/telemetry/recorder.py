@@ -28,10 +28,11 @@ class WindowTelemetry:
         self.ends: list[Edge] = []
 
     @classmethod
-    def open(cls, device: str, timeline: Path | None, interval_s: float, every_gpu: bool = False) -> WindowTelemetry:
-        """Telemetry of the worker's GPUs (``every_gpu``: all it sees, for one process driving them all); the
-        timeline CSV at ``timeline`` when ``interval_s`` > 0."""
-        probe = GpuProbe.open(device, every_gpu)
+    def open(cls, device: str, timeline: Path | None, interval_s: float, every_gpu: bool = False,
+             local_rank: int = 0) -> WindowTelemetry:
+        """Telemetry of the worker's GPUs (``every_gpu``: all it sees, for one process driving them all; else its
+        ``local_rank``'s); the timeline CSV at ``timeline`` when ``interval_s`` > 0."""
+        probe = GpuProbe.open(device, every_gpu, local_rank)
         if isinstance(probe, str):
             return cls(None, probe, None)
         if timeline is None or interval_s <= 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainbench.bench.stats import images_per_sec
+from trainbench.bench.stats import samples_per_sec
 from trainbench.config import BenchConfig, ProfileConfig
 from trainbench.engines.base import StepRunner
 from trainbench.profile.markers import markers_for
@@ -43,6 +43,6 @@ def profile_run(config: BenchConfig, runner: StepRunner) -> BatchResult:
         "profiler": window.tool,
         "profiled_iterations": recorder.iterations,
         # Timed with a profiler attached: how long the window took, never a throughput to compare.
-        "profiled_images_per_sec": images_per_sec(runner.images_per_step, len(timing.step_s), timing.window_s),
+        "profiled_samples_per_sec": samples_per_sec(runner.images_per_step, len(timing.step_s), timing.window_s),
         "window_s": timing.window_s,
     })

@@ -71,7 +71,7 @@ def _gpu_values(position: int, gpu: GpuIdentity, starts: Sequence[Edge], ends: S
     return {
         "index": gpu.index, "uuid": gpu.uuid, "name": gpu.name,
         "energy_j": energy.value,
-        "joules_per_image": energy.value / images if energy.value is not None and images else None,
+        "joules_per_sample": energy.value / images if energy.value is not None and images else None,
         "mean_power_w": energy.value / seconds if energy.value is not None and seconds else None,
         "energy_note": energy.note,
         "sampled_power_w": sum(powers) / len(powers) if powers else None,
@@ -107,8 +107,8 @@ def summarize(gpus: Sequence[GpuIdentity], starts: Sequence[Edge], ends: Sequenc
         notes.append("no timeline samples in the timed windows (sampler off, or windows shorter than its period)")
     return {
         "energy_j": energy,
-        "joules_per_image": energy / images if energy is not None and images else None,
-        "images_per_joule": images / energy if energy else None,
+        "joules_per_sample": energy / images if energy is not None and images else None,
+        "samples_per_joule": images / energy if energy else None,
         "mean_power_w": _total(per_gpu, "mean_power_w"),
         "sampled_power_w": _total(per_gpu, "sampled_power_w"),
         "sm_clock_median_mhz": median([row.get("sm_clock_mhz") for row in samples]),

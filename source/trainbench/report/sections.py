@@ -28,7 +28,7 @@ from trainbench.report.plot import batch_size_figure, drawn_lines
 from trainbench.report.telemetry_plot import telemetry_figure
 from trainbench.results import fields
 from trainbench.results.records import Status
-from trainbench.telemetry.schema import TELEMETRY_DIR, TELEMETRY_GROUPS
+from trainbench.telemetry.schema import TELEMETRY_DIR, telemetry_values
 
 TOP_KERNELS = 10  # rows of a top-kernel table
 FIGURE_WIDTH = 10.0  # inches: the page's figures, with their legend beside the axes
@@ -174,12 +174,7 @@ def environment_section(data: ReportData) -> Section:
 def throughput_columns() -> tuple[str, ...]:
     """Every field a run's summary.csv holds, apart from the telemetry (its own section)."""
     return ("batch_size", "status", *(name for name in fields.written_to(fields.Where.SUMMARY_CSV)
-                                      if name not in telemetry_columns()))
-
-
-def telemetry_columns() -> tuple[str, ...]:
-    """The telemetry values (``telemetry.schema``) as the registry declares them now."""
-    return tuple(f.name for f in fields.in_groups(*TELEMETRY_GROUPS) if f.written_to(fields.Where.SUMMARY_CSV))
+                                      if name not in telemetry_values()))
 
 
 def throughput_figure(runs: Sequence[Run]) -> str:
@@ -363,7 +358,7 @@ def _run_telemetry(run: Run) -> str:
         return ""
     parts = [heading(titled(run))]
     if measured:
-        parts.append(rows_table(("batch_size", *telemetry_columns()), measured))
+        parts.append(rows_table(("batch_size", *telemetry_values()), measured))
     parts.append(picture)
     parts.append(left_out_note(run.left_out, "column{s} with values that are no reading", "the figure"))
     return "".join(parts)
@@ -374,7 +369,7 @@ def _campaign_telemetry(campaign: Campaign) -> str:
     if not rows:
         return ""
     columns = ["run_folder", "config", "batch_size",
-               *(name for name in telemetry_columns() if name != "telemetry_note")]
+               *(name for name in telemetry_values() if name != "telemetry_note")]
     return heading(f"campaign {campaign.path.name}") + rows_table(columns, rows, ("run_folder", "batch_size"))
 
 

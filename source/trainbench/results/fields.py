@@ -169,8 +169,6 @@ assert set(RENAMED.values()) <= set(BY_NAME), "every renamed field is declared"
 # The names code refers to: a typo is an import error, never a silent None.
 SAMPLES_PER_SEC = BY_NAME["samples_per_sec"].name
 WINDOW_SAMPLES_PER_SEC = BY_NAME["window_samples_per_sec"].name
-INPUT_SAMPLES_PER_SEC = BY_NAME["input_samples_per_sec"].name
-SPREAD_RATES = ("samples_per_sec_median", "samples_per_sec_min", "samples_per_sec_max")
 
 
 def written_to(where: Where) -> tuple[str, ...]:

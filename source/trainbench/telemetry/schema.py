@@ -63,8 +63,14 @@ THERMAL_REASONS = ("sw_thermal_slowdown", "hw_thermal_slowdown")
 # declares it (``results.fields``: the energy and telemetry groups): sums over the GPUs the worker used, over all its
 # timed windows; None with ``telemetry_note`` saying why when a value could not be measured.
 TELEMETRY_GROUPS = (Group.ENERGY, Group.TELEMETRY)
-TELEMETRY_VALUES: tuple[str, ...] = tuple(f.name for f in fields.in_groups(*TELEMETRY_GROUPS)
-                                          if f.written_to(Where.SUMMARY_CSV))
+
+
+def telemetry_values() -> tuple[str, ...]:
+    """The flat telemetry fields, in column order, as the registry declares them now."""
+    return tuple(f.name for f in fields.in_groups(*TELEMETRY_GROUPS) if f.written_to(Where.SUMMARY_CSV))
+
+
+TELEMETRY_VALUES: tuple[str, ...] = telemetry_values()  # when this module was imported
 GPU_TELEMETRY = fields.BY_NAME["gpu_telemetry"].name  # summary.json only: one object per GPU
 
 # A variability folder (trainbench.bench.variability writes it, trainbench.analysis.variability reads it): the plan,

@@ -1,6 +1,7 @@
-"""A batch size's telemetry in numbers: energy per image, power, clocks and throttling over its timed windows.
+"""A batch size's telemetry in numbers: energy per sample, power, clocks and throttling over its timed windows.
 
-Pure: counters read at the window edges and the sampler's timed rows in, the result fields (``schema``) out.
+Pure: counters read at the window edges and the sampler's timed rows in, the result fields (``schema``, from
+``results.fields``) out.
 Flat fields sum energy and power over the GPUs the worker used and take the worst GPU's throttled share; the
 per-GPU detail goes to ``gpu_telemetry``.
 """
@@ -22,8 +23,8 @@ from trainbench.telemetry.schema import (
     GPU_TELEMETRY,
     POWER_REASONS,
     REASON_BITS,
-    TELEMETRY_VALUES,
     THERMAL_REASONS,
+    telemetry_values,
 )
 
 # A throttle counter policy and the reason bits that say the same from the samples.
@@ -32,7 +33,7 @@ _GROUPS = {"power": POWER_REASONS, "thermal": THERMAL_REASONS}
 
 def no_telemetry(note: str) -> dict[str, Any]:
     """Every telemetry field None, and why."""
-    return {**dict.fromkeys(TELEMETRY_VALUES), "telemetry_note": note, GPU_TELEMETRY: []}
+    return {**dict.fromkeys(telemetry_values()), "telemetry_note": note, GPU_TELEMETRY: []}
 
 
 def _bits(names: Sequence[str]) -> int:

@@ -86,7 +86,7 @@ def test_input_bench(shards: Path, framework: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     figures = json.loads(last_line(result.stdout))
     assert (figures["framework"], figures["images"], figures["timed_batches"]) == (framework, 12, 3)
-    assert figures["samples_per_sec"] == pytest.approx(12 / figures["seconds"])
+    assert figures["images_per_sec"] == pytest.approx(12 / figures["seconds"])
     loader = ", cpu loader" if framework == "torch" else ""
     assert f"input pipeline ({framework}{loader}, 1 workers, batch 4, {IMAGE_SIZE} px)" in result.stdout
 

@@ -47,8 +47,8 @@ def ratios(a: dict[int, list[dict[str, Any]]], b: dict[int, list[dict[str, Any]]
     """Per batch size both variants measured: their median images/s and the ratio B / A."""
     figures = []
     for batch in sorted(set(a) & set(b)):
-        rates_a = [row["images_per_sec"] for row in a[batch]]
-        rates_b = [row["images_per_sec"] for row in b[batch]]
+        rates_a = [row["samples_per_sec"] for row in a[batch]]
+        rates_b = [row["samples_per_sec"] for row in b[batch]]
         median_a, median_b = statistics.median(rates_a), statistics.median(rates_b)
         figures.append({"batch_size": batch, "a_images_per_sec": median_a, "b_images_per_sec": median_b,
                         "ratio_b_over_a": median_b / median_a, "a_all": rates_a, "b_all": rates_b})

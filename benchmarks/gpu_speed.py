@@ -104,7 +104,7 @@ def loaders(args: argparse.Namespace, shards: Path, mode: str, out: Path) -> dic
 
 
 def rate(row: dict[str, Any] | None) -> float | None:
-    return row.get("images_per_sec") if row and row.get("status") == "ok" else None
+    return row.get("samples_per_sec") if row and row.get("status") == "ok" else None
 
 
 def report(modes: dict[str, dict[int, dict[str, Any]]], data: dict[str, Any] | None) -> dict[str, Any]:

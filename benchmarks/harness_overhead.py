@@ -89,7 +89,7 @@ def run_suite(framework: str, args: argparse.Namespace, output: Path) -> float:
     result = json.loads((Path(run_dir) / "summary.json").read_text())["results"][0]
     if result["status"] != "ok":
         raise RuntimeError(f"suite run failed: {result['error']}")
-    return result["images_per_sec"]
+    return result["samples_per_sec"]
 
 
 def compare(framework: str, args: argparse.Namespace, output: Path) -> dict[str, object]:

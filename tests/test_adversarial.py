@@ -49,10 +49,10 @@ def world_files(world: Path) -> None:
     run = world / "run_ok"
     run.mkdir()
     store = ThroughputRun(run, {"framework": "torch", "precision": "fp32", "image_size": 64, "data": "synthetic"})
-    store.add(BatchResult.from_row({"batch_size": 4, "status": "ok", "images_per_sec": 40.0, "window_s": 0.5,
+    store.add(BatchResult.from_row({"batch_size": 4, "status": "ok", "samples_per_sec": 40.0, "window_s": 0.5,
                                     "timed_steps": 5, "warmup_steps": 1}), step_s=[0.1] * 5)
     for name, summary in (("run_list", [1, 2]), ("run_text_rate", {"results": [
-            {"batch_size": 4, "status": "ok", "images_per_sec": "fast"}]})):
+            {"batch_size": 4, "status": "ok", "samples_per_sec": "fast"}]})):
         (world / name).mkdir()
         (world / name / "summary.json").write_text(json.dumps(summary))
     (world / "variability_binary").mkdir()
@@ -178,7 +178,7 @@ add("compare", [
     Case(("compare", "{w}/run_ok", "{w}/afile"), ("{w}/afile",)),
     Case(("compare", "{w}/run_ok", "{w}/emptydir"), ("{w}/emptydir",)),
     Case(("compare", "{w}/run_ok", "{w}/run_list"), ("{w}/run_list/summary.json",)),
-    Case(("compare", "{w}/run_ok", "{w}/run_text_rate"), ("{w}/run_text_rate/summary.json", "images_per_sec")),
+    Case(("compare", "{w}/run_ok", "{w}/run_text_rate"), ("{w}/run_text_rate/summary.json", "samples_per_sec")),
     Case(("compare", "{w}/run_ok", "{w}/run_binary"), ("{w}/run_binary/summary.json",)),
     *number_cases(("compare", "{w}/run_ok", "{w}/run_ok"), "--alpha", ("2", "-1", "0", "nan", "x")),
 ])

@@ -65,13 +65,13 @@ def test_the_example_matrix_runs_and_its_table_has_a_row_per_run_and_batch_size(
                                                                                              strict=True))
     table = _table(campaign)
     assert len(table) == 4 * 2  # runs x batch sizes, one window each
-    assert set(table["status"]) == {"ok"} and (table["images_per_sec"] > 0).all()
+    assert set(table["status"]) == {"ok"} and (table["samples_per_sec"] > 0).all()
     assert sorted(table.groupby(["framework", "batch_size"]).size().to_dict().items()) == [
         (("tf", 1), 2), (("tf", 2), 2), (("torch", 1), 2), (("torch", 2), 2)]
     for _, row in table.iterrows():  # every row's numbers are its run folder's summary.json
         summary = pd.read_json(campaign / row["run_folder"] / "summary.json", typ="series")
         [result_row] = [r for r in summary["results"] if r["batch_size"] == row["batch_size"]]
-        assert row["images_per_sec"] == pytest.approx(result_row["images_per_sec"])
+        assert row["samples_per_sec"] == pytest.approx(result_row["samples_per_sec"])
 
     again = run_cli("campaign", "run", str(EXAMPLE), "--output", str(campaign))
     assert again.returncode == 0 and "ran 0," in again.stdout and "skipped 4" in again.stdout

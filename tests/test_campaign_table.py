@@ -84,8 +84,10 @@ def run_folder(campaign: Path, planned: int, repetition: int, experiment: Experi
 
 def throughput(folder: Path, results: list[BatchResult]) -> None:
     store = ThroughputRun(folder, {"framework": "torch", "precision": "fp32", "image_size": 64})
-    for result in results:
-        store.add(result, warmup_s=[0.2], step_s=[0.1, 0.1])
+    for result in results:  # the windows the values were made of stay with the test: no result field
+        values = {name: value for name, value in result.values.items() if name != "_windows"}
+        store.add(BatchResult(result.batch_size, result.status, result.error, values), warmup_s=[0.2],
+                  step_s=[0.1, 0.1])
 
 
 def profiled(folder: Path, results: list[BatchResult]) -> None:
@@ -98,7 +100,7 @@ def profiled(folder: Path, results: list[BatchResult]) -> None:
 
 def profile_result(batch_size: int) -> BatchResult:
     return BatchResult(batch_size, Status.OK, None, {
-        "profiler": "torch", "profiled_iterations": [3, 4], "profiled_images_per_sec": RNG.uniform(5, 50),
+        "profiler": "torch", "profiled_iterations": [3, 4], "profiled_samples_per_sec": RNG.uniform(5, 50),
         "window_s": RNG.uniform(0.1, 1), "trace": f"batch_{batch_size}", "top_operator": "aten::conv2d"})
 
 
@@ -121,9 +123,9 @@ def campaign(tmp_path: Path, matrix: Matrix) -> tuple[Path, dict[str, Any]]:
 
     for planned, repetition in ((0, 0), (4, 1), (8, 2)):  # experiment 0, every repetition
         folder = run_folder(root, planned, repetition, exp[0], "_ret_0")
-        results = [ok(2, input_images_per_sec=500.0, input_bound=planned == 4), ok(4)]
+        results = [ok(2, input_samples_per_sec=500.0, input_bound=planned == 4), ok(4)]
         if planned == 4:  # a result from before window lists: one window, no list
-            values = {k: v for k, v in timed(4, windows=1).items() if k != "window_images_per_sec"}
+            values = {k: v for k, v in timed(4, windows=1).items() if k != "window_samples_per_sec"}
             results[1] = BatchResult(4, Status.OK, "a warning", values)
         throughput(folder, results)
         given[folder.name] = results
@@ -157,7 +159,7 @@ def test_columns_and_run_order(campaign: tuple[Path, dict[str, Any]]) -> None:
     root, info = campaign
     table = read_back(root)
     axes = ["framework", "precision", "image_size", "channels_last", "profiler"]  # matrix.AXES's order
-    profile_extra = ["profiled_iterations", "profiled_images_per_sec", "window_s", "trace", "top_operator"]
+    profile_extra = ["profiled_iterations", "profiled_samples_per_sec", "window_s", "trace", "top_operator"]
     assert list(table.columns) == [*COLUMNS[:4], *axes, *COLUMNS[4:], *profile_extra]
     finished = {*info["given"], info["corrupt"], info["bad_summary"]}
     assert set(table["run_folder"]) == finished  # no in-progress, abandoned or refused folder
@@ -180,23 +182,23 @@ def test_windows_results_and_failures(campaign: tuple[Path, dict[str, Any]]) -> 
             assert set(rows["status"]) == {result.status.value}
             if not result.ok:  # one row, nothing measured
                 assert len(rows) == 1 and math.isnan(rows["window"].iloc[0]) and rows["error"].iloc[0] == result.error
-                assert rows[["window_images_per_sec", "images_per_sec", "timed_steps"]].isna().all(axis=None)
+                assert rows[["window_samples_per_sec", "samples_per_sec", "timed_steps"]].isna().all(axis=None)
                 continue
             windows = values["_windows"]
             steps = [step for window in windows for step in window.step_s]
             rates = [result.batch_size * len(w.step_s) / w.window_s for w in windows]
             overall = overall_rate(result)
             assert rows["window"].tolist() == list(range(len(windows)))
-            assert rows["window_images_per_sec"].tolist() == pytest.approx(rates, rel=1e-12)
-            assert rows["images_per_sec"].tolist() == pytest.approx([overall] * len(windows), rel=1e-12)
+            assert rows["window_samples_per_sec"].tolist() == pytest.approx(rates, rel=1e-12)
+            assert rows["samples_per_sec"].tolist() == pytest.approx([overall] * len(windows), rel=1e-12)
             assert rows["step_time_median_s"].tolist() == pytest.approx([np.median(steps)] * len(windows))
             assert rows["step_time_p90_s"].tolist() == pytest.approx([np.percentile(steps, 90)] * len(windows))
             assert rows["timed_steps"].tolist() == [len(steps)] * len(windows)
             assert rows["warmup_steps"].tolist() == [len(windows)] * len(windows)
             assert (rows["config"] == name.split("_", 2)[2].rsplit("_ret_", 1)[0]).all()
     first = rows_of(table, f"run_0_{exp[0].name}_ret_0", 2)
-    assert first["window_images_per_sec"].median() == pytest.approx(info["given"][first["run_folder"].iloc[0]][0]
-                                                                    .values["images_per_sec_median"])
+    assert first["window_samples_per_sec"].median() == pytest.approx(info["given"][first["run_folder"].iloc[0]][0]
+                                                                    .values["samples_per_sec_median"])
     assert rows_of(table, f"run_1_{exp[0].name}_ret_0", 2)["input_bound"].tolist() == [True] * 3
     assert rows_of(table, f"run_0_{exp[0].name}_ret_0", 2)["input_bound"].tolist() == [False] * 3
     assert rows_of(table, f"run_1_{exp[0].name}_ret_0", 4)["error"].tolist() == ["a warning"]
@@ -212,12 +214,12 @@ def test_a_profiled_run_is_one_row_per_batch_size_with_its_record(campaign: tupl
     rows = rows_of(table, name)
     ok, failed = info["given"][name]
     assert rows["batch_size"].tolist() == [2, 4] and rows["status"].tolist() == ["ok", "error"]
-    assert rows[["window", "window_images_per_sec", "images_per_sec"]].isna().all(axis=None)
+    assert rows[["window", "window_samples_per_sec", "samples_per_sec"]].isna().all(axis=None)
     first = rows.iloc[0]
-    assert first["profiled_images_per_sec"] == pytest.approx(ok.values["profiled_images_per_sec"], rel=1e-12)
+    assert first["profiled_samples_per_sec"] == pytest.approx(ok.values["profiled_samples_per_sec"], rel=1e-12)
     assert json.loads(first["profiled_iterations"]) == ok.values["profiled_iterations"]
     assert (first["trace"], first["top_operator"], first["profiler"]) == ("batch_2", "aten::conv2d", "torch")
-    assert rows.iloc[1]["error"] == failed.error and math.isnan(rows.iloc[1]["profiled_images_per_sec"])
+    assert rows.iloc[1]["error"] == failed.error and math.isnan(rows.iloc[1]["profiled_samples_per_sec"])
     assert rows_of(table, f"run_0_{info['exp'][0].name}_ret_0")["trace"].isna().all()
 
 
@@ -266,7 +268,7 @@ def test_the_frame_is_what_the_csv_reads_back(campaign: tuple[Path, dict[str, An
     frame = campaign_table(root)
     back = read_back(root)
     assert list(frame.columns) == list(back.columns)
-    for column in ("images_per_sec", "window", "batch_size", "run", "timed_steps", "return_code"):
+    for column in ("samples_per_sec", "window", "batch_size", "run", "timed_steps", "return_code"):
         assert pd.api.types.is_numeric_dtype(back[column]), column
         np.testing.assert_array_equal(frame[column].astype("float64").to_numpy(), back[column].to_numpy())
     for column, seen in (("channels_last", {False}), ("input_bound", {True, False})):  # bools, NaN where absent
@@ -284,17 +286,17 @@ def test_summary_per_configuration_over_repetitions(campaign: tuple[Path, dict[s
         rates = [overall_rate(given[f"run_{r}_{exp[0].name}_ret_0"][index]) for r in range(3)]
         row = by_key[(exp[0].name, batch_size)]
         assert (row.runs, row.ok) == (3, 3)
-        assert row.images_per_sec_median == pytest.approx(statistics.median(rates))
-        assert (row.images_per_sec_min, row.images_per_sec_max) == pytest.approx((min(rates), max(rates)))
+        assert row.samples_per_sec_median == pytest.approx(statistics.median(rates))
+        assert (row.samples_per_sec_min, row.samples_per_sec_max) == pytest.approx((min(rates), max(rates)))
         assert row.spread_pct == pytest.approx((max(rates) - min(rates)) / statistics.median(rates) * 100)
         assert row.cv_pct == pytest.approx(statistics.stdev(rates) / statistics.mean(rates) * 100)
     one = by_key[(exp[2].name, 2)]
     assert (one.runs, one.ok, one.spread_pct) == (1, 1, 0) and math.isnan(one.cv_pct)
-    assert one.images_per_sec_median == pytest.approx(overall_rate(given[f"run_0_{exp[2].name}_ret_1"][0]))
+    assert one.samples_per_sec_median == pytest.approx(overall_rate(given[f"run_0_{exp[2].name}_ret_1"][0]))
     oom = by_key[(exp[2].name, 4)]
-    assert (oom.runs, oom.ok) == (1, 0) and math.isnan(oom.images_per_sec_median)
+    assert (oom.runs, oom.ok) == (1, 0) and math.isnan(oom.samples_per_sec_median)
     profiled_row = by_key[(exp[1].name, 2)]  # ok, but no throughput under a profiler
-    assert (profiled_row.runs, profiled_row.ok) == (1, 1) and math.isnan(profiled_row.images_per_sec_median)
+    assert (profiled_row.runs, profiled_row.ok) == (1, 1) and math.isnan(profiled_row.samples_per_sec_median)
     assert (by_key[(exp[1].name, None)].runs, by_key[(exp[1].name, None)].ok) == (1, 0)  # the corrupt folder
     assert list(summary["config"].iloc[:2]) == [exp[0].name] * 2  # experiments in plan order, then batch sizes
     pd.testing.assert_frame_equal(summary, campaign_summary(campaign_table(root)), check_dtype=False)
@@ -309,7 +311,7 @@ def test_format_summary_counts_failures(campaign: tuple[Path, dict[str, Any]]) -
     failed = int((summary["runs"] - summary["ok"]).sum())
     assert failed == 4  # the oom, the profiler's error, the unreadable summary, the corrupt folder
     assert lines[-1] == f"{failed} of {summary['runs'].sum()} results failed"
-    median = summary.loc[0, "images_per_sec_median"]
+    median = summary.loc[0, "samples_per_sec_median"]
     assert f"{median:.2f}" in lines[1] and info["exp"][0].name in lines[1]
     assert len({len(line) for line in lines[:-1]}) == 1  # aligned
 
@@ -328,7 +330,7 @@ def test_scaling_efficiency_against_the_same_setting_with_one_process() -> None:
                                                            ("torch", 4, [300.0]), ("tf", 2, [150.0])]):
         for repetition, rate in enumerate(rates):
             rows.append({"config": f"{framework}_gpus{gpus}", "framework": framework, "gpus": gpus,
-                         "experiment": experiment, "batch_size": 32, "status": "ok", "images_per_sec": rate,
+                         "experiment": experiment, "batch_size": 32, "status": "ok", "samples_per_sec": rate,
                          "run_folder": f"run_{repetition}_{framework}_gpus{gpus}_ret_0"})
     summary = campaign_summary(pd.DataFrame(rows)).set_index("config")
     assert summary.loc["torch_gpus1", "scaling_efficiency"] == pytest.approx(1.0)
@@ -350,8 +352,8 @@ def _edited(folder: Path, batch_size: int, field: str, text: str) -> None:
 
 
 @pytest.mark.parametrize(("field", "text", "shown"), [
-    ("images_per_sec", "NaN", "nan"), ("images_per_sec", "-Infinity", "-inf"), ("images_per_sec", "-5", "-5"),
-    ("images_per_sec", '"fast"', "'fast'"), ("window_images_per_sec", '[1, "x", 2]', "[1, 'x', 2]"),
+    ("samples_per_sec", "NaN", "nan"), ("samples_per_sec", "-Infinity", "-inf"), ("samples_per_sec", "-5", "-5"),
+    ("samples_per_sec", '"fast"', "'fast'"), ("window_samples_per_sec", '[1, "x", 2]', "[1, 'x', 2]"),
     ("step_time_p90_s", "NaN", "nan"),
 ])
 def test_an_invalid_value_is_an_invalid_row_left_out_of_the_summary(tmp_path: Path, matrix: Matrix, field: str,
@@ -369,17 +371,17 @@ def test_an_invalid_value_is_an_invalid_row_left_out_of_the_summary(tmp_path: Pa
     assert set(rows["status"]) == {"invalid"}
     assert set(rows["error"]) == {f"{bad}/summary.json: results[0].{field} is {shown}, not a finite non-negative "
                                   "number"}
-    for column in ("images_per_sec", "window_images_per_sec", "step_time_p90_s"):  # numeric, as a tidy table's
+    for column in ("samples_per_sec", "window_samples_per_sec", "step_time_p90_s"):  # numeric, as a tidy table's
         assert pd.api.types.is_float_dtype(table[column]), column
-    if field == "window_images_per_sec":  # item by item: the one that is no number left empty
+    if field == "window_samples_per_sec":  # item by item: the one that is no number left empty
         assert rows[field].fillna(-1).tolist() == [1, -1, 2]
     else:
         assert rows[field].isna().all()  # left empty: the error holds the value
     [row] = campaign_summary(table).itertuples()
     good = [overall_rate(results[r][0]) for r in (0, 2)]
     assert (row.runs, row.ok, row.invalid) == (3, 2, 1)
-    assert row.images_per_sec_median == pytest.approx(statistics.median(good))
-    assert (row.images_per_sec_min, row.images_per_sec_max) == pytest.approx((min(good), max(good)))
+    assert row.samples_per_sec_median == pytest.approx(statistics.median(good))
+    assert (row.samples_per_sec_min, row.samples_per_sec_max) == pytest.approx((min(good), max(good)))
     assert row.cv_pct == pytest.approx(statistics.stdev(good) / statistics.mean(good) * 100)
     text_out = format_summary(campaign_summary(table), invalid_errors(table))
     assert text_out.splitlines()[-1] == (f"2 of 3 results ok; 1 invalid result left out ({bad}/summary.json: "
@@ -387,14 +389,14 @@ def test_an_invalid_value_is_an_invalid_row_left_out_of_the_summary(tmp_path: Pa
 
 
 def test_a_hand_edited_results_csv_rate_is_invalid_too(tmp_path: Path) -> None:
-    rows = [{"config": "c", "experiment": 0, "batch_size": 8, "status": "ok", "images_per_sec": rate,
+    rows = [{"config": "c", "experiment": 0, "batch_size": 8, "status": "ok", "samples_per_sec": rate,
              "run_folder": f"run_{i}_c_ret_0", "error": None} for i, rate in enumerate([100.0, -3.0, math.inf, 120.0])]
     (tmp_path / "results.csv").write_text(pd.DataFrame(rows).to_csv(index=False))
     table = pd.read_csv(tmp_path / "results.csv")
     [row] = campaign_summary(table).itertuples()
-    assert (row.runs, row.ok, row.invalid, row.images_per_sec_median) == (4, 2, 2, 110.0)
-    assert invalid_errors(table) == ["run_1_c_ret_0: batch size 8: images_per_sec is no measurement",
-                                     "run_2_c_ret_0: batch size 8: images_per_sec is no measurement"]
+    assert (row.runs, row.ok, row.invalid, row.samples_per_sec_median) == (4, 2, 2, 110.0)
+    assert invalid_errors(table) == ["run_1_c_ret_0: batch size 8: samples_per_sec is no measurement",
+                                     "run_2_c_ret_0: batch size 8: samples_per_sec is no measurement"]
 
 
 def test_a_second_finished_folder_of_a_run_is_left_out_and_named(tmp_path: Path, matrix: Matrix) -> None:

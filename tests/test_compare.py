@@ -19,7 +19,7 @@ def write_run(path: Path, batch: int, step_times: np.ndarray) -> Path:
     path.mkdir()
     run = ThroughputRun(path, {"framework": "torch", "precision": "fp32", "image_size": 64, "data": "synthetic"})
     window = float(step_times.sum())
-    row = {"batch_size": batch, "status": "ok", "images_per_sec": batch * len(step_times) / window,
+    row = {"batch_size": batch, "status": "ok", "samples_per_sec": batch * len(step_times) / window,
            "window_s": window, "timed_steps": len(step_times), "warmup_steps": 0}
     run.add(BatchResult.from_row(row), step_s=list(step_times))
     run.add(BatchResult.from_row({"batch_size": 4096, "status": "oom", "error": "out of memory"}))
@@ -60,8 +60,8 @@ def test_cli_prints_a_verdict_and_refuses_a_non_run(tmp_path: Path) -> None:
 def write_windows_run(path: Path, batch: int, window_rates: list[float], step_times: np.ndarray) -> Path:
     path.mkdir()
     run = ThroughputRun(path, {"framework": "torch", "precision": "fp32", "image_size": 64, "data": "synthetic"})
-    run.add(BatchResult.from_row({"batch_size": batch, "status": "ok", "images_per_sec": float(np.mean(window_rates)),
-             "windows": len(window_rates), "window_images_per_sec": window_rates}), step_s=list(step_times))
+    run.add(BatchResult.from_row({"batch_size": batch, "status": "ok", "samples_per_sec": float(np.mean(window_rates)),
+             "windows": len(window_rates), "window_samples_per_sec": window_rates}), step_s=list(step_times))
     return path
 
 
@@ -119,12 +119,12 @@ def test_differing_settings_are_named_before_the_verdict(tmp_path: Path) -> None
     ([1, 2, 3], "no list of results"),
     ({"results": "none"}, "no list of results"),
     ({"results": [7]}, "results[0] is not an object"),
-    ({"results": [{"batch_size": "4", "status": "ok", "images_per_sec": 1.0}]}, "results[0].batch_size is '4'"),
-    ({"results": [{"batch_size": 4, "status": "ok", "images_per_sec": "fast"}]}, "images_per_sec is 'fast'"),
-    ({"results": [{"batch_size": 4, "status": "ok", "images_per_sec": -3}]}, "images_per_sec is -3"),
+    ({"results": [{"batch_size": "4", "status": "ok", "samples_per_sec": 1.0}]}, "results[0].batch_size is '4'"),
+    ({"results": [{"batch_size": 4, "status": "ok", "samples_per_sec": "fast"}]}, "samples_per_sec is 'fast'"),
+    ({"results": [{"batch_size": 4, "status": "ok", "samples_per_sec": -3}]}, "samples_per_sec is -3"),
     ({"results": [{"batch_size": 4, "status": 1}]}, "results[0].status is 1"),
-    ({"results": [{"batch_size": 4, "status": "ok", "images_per_sec": 2.0, "window_images_per_sec": [1, "x"]}]},
-     "results[0].window_images_per_sec is [1, 'x']"),
+    ({"results": [{"batch_size": 4, "status": "ok", "samples_per_sec": 2.0, "window_samples_per_sec": [1, "x"]}]},
+     "results[0].window_samples_per_sec is [1, 'x']"),
 ])
 def test_a_summary_of_the_wrong_shape_is_one_line_naming_the_file(tmp_path: Path, summary: object,
                                                                   fragment: str) -> None:
@@ -158,7 +158,7 @@ def write_two_batch_run(path: Path, steps_by_batch: dict[int, np.ndarray]) -> Pa
     run = ThroughputRun(path, {"framework": "torch", "precision": "fp32", "image_size": 64, "data": "synthetic"})
     for batch, step_times in steps_by_batch.items():
         window = float(step_times.sum())
-        row = {"batch_size": batch, "status": "ok", "images_per_sec": batch * len(step_times) / window,
+        row = {"batch_size": batch, "status": "ok", "samples_per_sec": batch * len(step_times) / window,
                "window_s": window, "timed_steps": len(step_times), "warmup_steps": 0}
         run.add(BatchResult.from_row(row), step_s=list(step_times))
     return path

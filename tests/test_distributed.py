@@ -27,8 +27,8 @@ from trainbench.results.records import BatchResult, Status
 
 
 def rank_result(window_s: float, rates: list[float], **values: object) -> BatchResult:
-    return BatchResult(8, Status.OK, None, {"images_per_sec": 8 * 10 / window_s, "window_s": window_s,
-                                            "timed_steps": 10, "window_images_per_sec": rates,
+    return BatchResult(8, Status.OK, None, {"samples_per_sec": 8 * 10 / window_s, "window_s": window_s,
+                                            "timed_steps": 10, "window_samples_per_sec": rates,
                                             "step_time_median_s": 0.1, **values})
 
 
@@ -36,14 +36,14 @@ def test_the_world_rate_is_every_image_over_the_slowest_rank() -> None:
     merged = merge_ranks([(0, rank_result(1.0, [80.0, 82.0], energy_j=200.0, sm_clock_median_mhz=1980)),
                           (1, rank_result(1.25, [64.0, 70.0], energy_j=220.0, sm_clock_median_mhz=1900))],
                          world_size=2)
-    assert merged.values["images_per_sec"] == pytest.approx(2 * 8 * 10 / 1.25)  # 128, not 80 + 64
+    assert merged.values["samples_per_sec"] == pytest.approx(2 * 8 * 10 / 1.25)  # 128, not 80 + 64
     assert merged.values["window_s"] == 1.25
-    assert merged.values["window_images_per_sec"] == [128.0, 140.0]  # each window: the slower rank's, x 2
-    assert merged.values["images_per_sec_median"] == pytest.approx(134.0)
+    assert merged.values["window_samples_per_sec"] == [128.0, 140.0]  # each window: the slower rank's, x 2
+    assert merged.values["samples_per_sec_median"] == pytest.approx(134.0)
     assert merged.values["world_size"] == 2
     assert [row["rank"] for row in merged.values["ranks"]] == [0, 1]
     assert merged.values["energy_j"] == pytest.approx(420.0)
-    assert merged.values["joules_per_image"] == pytest.approx(420.0 / 160)
+    assert merged.values["joules_per_sample"] == pytest.approx(420.0 / 160)
     assert merged.values["sm_clock_median_mhz"] == pytest.approx(1940.0)
 
 
@@ -54,9 +54,9 @@ def test_a_failed_rank_fails_the_batch_size_with_its_message() -> None:
 
 
 def test_a_profiled_window_keeps_rank_0s_profile() -> None:
-    profiled = BatchResult(8, Status.OK, None, {"profiler": "ncu", "profiled_images_per_sec": 12.0})
+    profiled = BatchResult(8, Status.OK, None, {"profiler": "ncu", "profiled_samples_per_sec": 12.0})
     merged = merge_ranks([(0, profiled), (1, BatchResult(8, Status.OK, None, {"profiler": "ncu"}))], world_size=2)
-    assert merged.values["profiled_images_per_sec"] == 12.0 and merged.values["world_size"] == 2
+    assert merged.values["profiled_samples_per_sec"] == 12.0 and merged.values["world_size"] == 2
 
 
 def test_torchrun_options_for_one_node_and_several() -> None:
@@ -109,7 +109,7 @@ def test_a_two_process_throughput_sweep(tmp_path: Path) -> None:
     ranks = row["ranks"]
     assert [r["rank"] for r in ranks] == [0, 1]
     assert row["window_s"] == max(r["window_s"] for r in ranks)
-    assert row["images_per_sec"] == pytest.approx(2 * 2 * 6 / row["window_s"])
+    assert row["samples_per_sec"] == pytest.approx(2 * 2 * 6 / row["window_s"])
     # the barrier at both edges: the ranks' windows agree closely
     assert min(r["window_s"] for r in ranks) > 0.9 * row["window_s"]
     env = json.loads((run_dir / "env.json").read_text())

@@ -69,7 +69,7 @@ def test_the_unfinished_markers_are_the_campaign_runner_s(tmp_path: Path) -> Non
 
 def _throughput(tmp_path: Path) -> Path:
     store = ThroughputRun(tmp_path, run_header(CONFIG).to_json())
-    store.add(BatchResult(4, Status.OK, None, {"images_per_sec": 10.0}), [0.1, 0.1], [0.4] * 5)
+    store.add(BatchResult(4, Status.OK, None, {"samples_per_sec": 10.0}), [0.1, 0.1], [0.4] * 5)
     return tmp_path / layout.SUMMARY
 
 

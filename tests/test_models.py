@@ -147,8 +147,8 @@ def write_run(folder: Path, rates: dict[int, list[float]], world: int = 1, frame
     (folder / "logs").mkdir(parents=True)  # as create_run_dir leaves a run folder
     store = ThroughputRun(folder, header)
     for batch, windows in rates.items():
-        store.add(BatchResult(batch, Status.OK, None, {"images_per_sec": sum(windows) / len(windows),
-                                                       "window_images_per_sec": windows, "world_size": world}))
+        store.add(BatchResult(batch, Status.OK, None, {"samples_per_sec": sum(windows) / len(windows),
+                                                       "window_samples_per_sec": windows, "world_size": world}))
     store.add(BatchResult.failed(999, Status.OOM, "out of memory"))
     return folder
 
@@ -250,11 +250,11 @@ def test_a_real_cpu_sweep_of_five_batch_sizes_gives_a_model_and_a_plot(tmp_path:
                     "--image-size", "32", "--num-classes", "10", "--warmup", "2", "--steps", "3", "--repeats", "2",
                     "--output", str(tmp_path / "runs"))
     assert sweep.returncode == 0, sweep.stdout + sweep.stderr
-    done = run_main("model", str(tmp_path / "runs"), "--metric", "step_time,images_per_sec", "--predict",
+    done = run_main("model", str(tmp_path / "runs"), "--metric", "step_time,samples_per_sec", "--predict",
                    "batch_size=16", "--output", str(tmp_path / "models"))
     assert done.returncode == 0, done.stderr
     saved = json.loads((Path(done.stdout.strip().splitlines()[-1]) / "model.json").read_text())
-    assert [model["metric"] for model in saved["models"]] == ["step_time", "images_per_sec"]
+    assert [model["metric"] for model in saved["models"]] == ["step_time", "samples_per_sec"]
     for model in saved["models"]:
         assert model["points"]["batch_size"] == [2.0, 4.0, 6.0, 8.0, 12.0] and model["values"] == 10
         assert math.isfinite(model["smape"]) and model["predictions"][0]["extrapolated"] == ["batch_size"]
@@ -278,11 +278,11 @@ def _edit(folder: Path, index: int, field: str, value: object) -> None:
 
 
 @pytest.mark.parametrize(("field", "value", "named"), [
-    ("images_per_sec", math.nan, "results[1].images_per_sec is nan"),
-    ("images_per_sec", -math.inf, "results[1].images_per_sec is -inf"),
-    ("window_images_per_sec", [80.0, -1.0], "results[1].window_images_per_sec is [80.0, -1.0]"),
-    ("images_per_sec", "fast", "results[1].images_per_sec is 'fast'"),
-    ("window_images_per_sec", [0.0], "results[1].window_images_per_sec[0] is 0.0, not a finite positive number"),
+    ("samples_per_sec", math.nan, "results[1].samples_per_sec is nan"),
+    ("samples_per_sec", -math.inf, "results[1].samples_per_sec is -inf"),
+    ("window_samples_per_sec", [80.0, -1.0], "results[1].window_samples_per_sec is [80.0, -1.0]"),
+    ("samples_per_sec", "fast", "results[1].samples_per_sec is 'fast'"),
+    ("window_samples_per_sec", [0.0], "results[1].window_samples_per_sec[0] is 0.0, not a finite positive number"),
     ("world_size", 0, "results[1].world_size is 0, not a positive whole number"),
 ])
 def test_a_result_that_is_no_measurement_is_left_out_and_named(tmp_path: Path, field: str, value: object,
@@ -398,13 +398,13 @@ def test_points_the_model_cannot_answer_are_refused_and_nothing_is_written(
 @pytest.mark.slow
 def test_the_command_names_what_it_left_out_and_writes_no_nan(tmp_path: Path) -> None:
     run = write_run(tmp_path / "runs" / "run", {b: [b / (0.01 + 0.001 * b)] * 2 for b in (2, 4, 8, 16, 32, 64)})
-    _edit(run, 5, "images_per_sec", math.nan)
-    _edit(run, 4, "window_images_per_sec", [-1.0, 5.0])
+    _edit(run, 5, "samples_per_sec", math.nan)
+    _edit(run, 4, "window_samples_per_sec", [-1.0, 5.0])
     done = run_main("model", str(tmp_path / "runs"), "--output", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert f"note: 2 results left out (no measurement): the first, {run / 'summary.json'}: results[4]." \
-        "window_images_per_sec is [-1.0, 5.0]" in done.stdout
+        "window_samples_per_sec is [-1.0, 5.0]" in done.stdout
     saved = json.loads((Path(done.stdout.strip().splitlines()[-1]) / "model.json").read_text(),
                        parse_constant=lambda name: pytest.fail(f"{name} in model.json"))
     assert len(saved["results_left_out"]) == 2 and saved["models"][0]["points"]["batch_size"] == [2, 4, 8, 16]

@@ -37,11 +37,11 @@ def test_throughput_on_real_data_reports_the_input_pipeline(tmp_path: Path, shar
     assert summary["data"] == str(shards.resolve()) and summary["model"]["num_classes"] == CLASSES  # from the data
     [entry] = summary["results"]
     assert entry["status"] == "ok", entry["error"]
-    assert entry["input_images_per_sec"] > 0
-    assert entry["input_bound"] is (entry["input_images_per_sec"] < 1.1 * entry["images_per_sec"])
+    assert entry["input_samples_per_sec"] > 0
+    assert entry["input_bound"] is (entry["input_samples_per_sec"] < 1.1 * entry["samples_per_sec"])
     with open(run_dir / "summary.csv", newline="") as rows:
         [row] = list(csv.DictReader(rows))
-    assert float(row["input_images_per_sec"]) == pytest.approx(entry["input_images_per_sec"])
+    assert float(row["input_samples_per_sec"]) == pytest.approx(entry["input_samples_per_sec"])
 
 
 @pytest.mark.slow
@@ -50,7 +50,7 @@ def test_synthetic_throughput_leaves_the_input_fields_empty(tmp_path: Path) -> N
                      "1", "--output", str(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
     [entry] = json.loads((Path(last_line(result.stdout)) / "summary.json").read_text())["results"]
-    assert entry["input_images_per_sec"] is None and entry["input_bound"] is None
+    assert entry["input_samples_per_sec"] is None and entry["input_bound"] is None
 
 
 @pytest.mark.slow

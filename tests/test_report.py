@@ -51,7 +51,7 @@ def test_table_of_ok_results_shows_their_statistics() -> None:
         expected = {
             "batch": str(result["batch_size"]),
             "status": "ok",
-            "images/s": f"{result['images_per_sec']:.2f}",
+            "samples/s": f"{result['samples_per_sec']:.2f}",
             "step median ms": f"{result['step_time_median_s'] * 1000:.2f}",
             "p10 ms": f"{result['step_time_p10_s'] * 1000:.2f}",
             "p90 ms": f"{result['step_time_p90_s'] * 1000:.2f}",
@@ -61,8 +61,8 @@ def test_table_of_ok_results_shows_their_statistics() -> None:
         for column, text in expected.items():
             assert cell_at(header, line, column, len(text)) == text, column
     # 4 images per step, 4 steps in 0.46 s; 8 images per step, 5 steps in 1.2 s with a median step of 0.25 s
-    assert cell_at(header, lines[1], "images/s", 5) == "34.78"
-    assert cell_at(header, lines[2], "images/s", 5) == "33.33"
+    assert cell_at(header, lines[1], "samples/s", 5) == "34.78"
+    assert cell_at(header, lines[2], "samples/s", 5) == "33.33"
     assert cell_at(header, lines[2], "step median ms", 6) == "250.00"
 
 
@@ -99,17 +99,17 @@ def test_table_columns_are_right_aligned_two_spaces_apart() -> None:
 def test_input_columns_appear_only_for_runs_on_real_data() -> None:
     synthetic = format_table([ok(2), failed(4, "oom", OOM_MESSAGE)]).splitlines()
     assert not any(column in synthetic[0] for column in INPUT_COLUMNS)
-    results = [ok(2, input_images_per_sec=250.0, input_bound=False), ok(4, input_images_per_sec=30.125,
+    results = [ok(2, input_samples_per_sec=250.0, input_bound=False), ok(4, input_samples_per_sec=30.125,
                                                                           input_bound=True),
-               ok(8, input_images_per_sec=None, input_bound=None), failed(16, "oom", OOM_MESSAGE)]
+               ok(8, input_samples_per_sec=None, input_bound=None), failed(16, "oom", OOM_MESSAGE)]
     lines = format_table(results).splitlines()
     header = lines[0]
-    assert header.endswith("input images/s  input-bound")
-    assert cell_at(header, lines[1], "input images/s", 6) == "250.00"
+    assert header.endswith("input samples/s  input-bound")
+    assert cell_at(header, lines[1], "input samples/s", 6) == "250.00"
     assert lines[1].endswith(" no")
-    assert cell_at(header, lines[2], "input images/s", 5) == "30.12"
+    assert cell_at(header, lines[2], "input samples/s", 5) == "30.12"
     assert lines[2].endswith(" yes")
-    assert cell_at(header, lines[3], "input images/s", len("input images/s")).strip() == ""
+    assert cell_at(header, lines[3], "input samples/s", len("input samples/s")).strip() == ""
     assert lines[3].strip().endswith(str(results[2]["timed_steps"]))  # unknown input rate and bound: blank cells
     assert lines[4].split() == ["16", "oom"]
 
@@ -118,14 +118,14 @@ def test_window_columns_appear_only_with_repeats() -> None:
     single = format_table([ok(2), ok(4)]).splitlines()[0]
     assert not any(column in single for column in WINDOW_COLUMNS)
     fast, slow = ok(2, (0.1, 0.1)), ok(2, (0.2, 0.2))
-    repeated = ok(2, (0.1, 0.1), windows=3, images_per_sec_min=slow["images_per_sec"],
-                  images_per_sec_max=fast["images_per_sec"])
+    repeated = ok(2, (0.1, 0.1), windows=3, samples_per_sec_min=slow["samples_per_sec"],
+                  samples_per_sec_max=fast["samples_per_sec"])
     lines = format_table([repeated, ok(4), failed(8, "oom", OOM_MESSAGE)]).splitlines()
     header = lines[0]
-    assert header.endswith("windows  min images/s  max images/s")
+    assert header.endswith("windows  min samples/s  max samples/s")
     assert cell_at(header, lines[1], "windows", 1) == "3"
-    assert cell_at(header, lines[1], "min images/s", 5) == f"{slow['images_per_sec']:.2f}" == "10.00"
-    assert cell_at(header, lines[1], "max images/s", 5) == f"{fast['images_per_sec']:.2f}" == "20.00"
+    assert cell_at(header, lines[1], "min samples/s", 5) == f"{slow['samples_per_sec']:.2f}" == "10.00"
+    assert cell_at(header, lines[1], "max samples/s", 5) == f"{fast['samples_per_sec']:.2f}" == "20.00"
     assert cell_at(header, lines[2], "windows", 1) == "1"  # a single window among repeated ones
 
 

@@ -167,7 +167,7 @@ def throughput_run(folder: Path, batch_sizes: tuple[int, ...] = (8, 16), data: s
     for batch in batch_sizes:
         values = measured(batch) | (extra or {})
         if data != "synthetic":
-            values |= {"input_images_per_sec": values["images_per_sec"] * 1.05, "input_bound": True}
+            values |= {"input_samples_per_sec": values["samples_per_sec"] * 1.05, "input_bound": True}
         store.add(BatchResult(batch, Status.OK, None, values), step_s=[0.1] * 12)
     store.add(BatchResult.failed(4096, Status.OOM, "CUDA out of memory <allocating 9 GiB>"))
     write_json_atomic(folder / "env.json", {
@@ -190,18 +190,18 @@ def test_a_throughput_run_s_tables_hold_its_numbers_and_absent_sections_say_why(
     page, _ = page_of([tmp_path / "runs"], tmp_path)
     assert_every_section_present_or_explained(page)
     rows = summary_rows(run)
-    columns = ["batch_size", "status", "images_per_sec", "images_per_sec_median", "images_per_sec_min",
-               "images_per_sec_max", "windows", "step_time_median_s", "step_time_p10_s", "step_time_p90_s",
-               "step_time_mad_s", "input_images_per_sec", "input_bound"]
-    assert_rows(page.table("throughput", "images_per_sec"), rows, columns)
-    assert page.table("throughput", "images_per_sec")[-1]["status"] == "oom"
+    columns = ["batch_size", "status", "samples_per_sec", "samples_per_sec_median", "samples_per_sec_min",
+               "samples_per_sec_max", "windows", "step_time_median_s", "step_time_p10_s", "step_time_p90_s",
+               "step_time_mad_s", "input_samples_per_sec", "input_bound"]
+    assert_rows(page.table("throughput", "samples_per_sec"), rows, columns)
+    assert page.table("throughput", "samples_per_sec")[-1]["status"] == "oom"
     assert len(page.sections["throughput"]["images"]) == 1  # the figure of every run
     failures = page.table("failures", "reason")
     assert [(row["batch_size"], row["status"], row["reason"]) for row in failures] == \
         [("4096", "oom", "CUDA out of memory <allocating 9 GiB>")]
     verdicts = page.table("input", "input_bound")
     assert [row["pipeline alone images/s"] for row in verdicts] == \
-        [cell_text(row["input_images_per_sec"]) for row in rows if row["status"] == "ok"]
+        [cell_text(row["input_samples_per_sec"]) for row in rows if row["status"] == "ok"]
     environment = {row[""]: row for row in page.table("environment", "")}
     assert environment["host"]["a"] == "node7" and environment["GPU driver"]["a"] == "550.54.15"
     gpus = page.table("environment", "sm_clock_max_mhz")
@@ -223,14 +223,14 @@ def test_runs_are_compared_with_the_first_with_p_values_as_compare_computes(tmp_
 
 
 def test_telemetry_numbers_and_the_timeline_figure(tmp_path: Path) -> None:
-    energy = {"energy_j": 1234.5, "joules_per_image": 0.75, "images_per_joule": 1.3333, "mean_power_w": 310.25,
+    energy = {"energy_j": 1234.5, "joules_per_sample": 0.75, "samples_per_joule": 1.3333, "mean_power_w": 310.25,
               "sm_clock_median_mhz": 1980.0, "temperature_max_c": 71.0, "throttle_power_fraction": 0.125,
               "telemetry_samples": 40}
     run = throughput_run(tmp_path / "run", batch_sizes=(32,), extra=energy)
     (run / TELEMETRY_DIR).mkdir()
     write_csv_atomic(batch_file(run / TELEMETRY_DIR, 32, ".csv"), TELEMETRY_FIELDS, _timeline(1000.0, 1, [(2, 5)]))
     page, _ = page_of([run], tmp_path)
-    shown = page.table("telemetry", "joules_per_image")
+    shown = page.table("telemetry", "joules_per_sample")
     assert_rows(shown, [row for row in summary_rows(run) if row["energy_j"] is not None], list(energy))
     assert len(page.sections["telemetry"]["images"]) == 1  # drawn from telemetry/ by report.telemetry_plot
 
@@ -294,7 +294,7 @@ def campaign_folder(folder: Path, rates: dict[tuple[int, int], list[float]]) -> 
                 "run": planned, "repetition": repetition, "experiment": experiment, "config": config,
                 "values": {"framework": "torch", "precision": "fp32", "gpus": gpus, "batch_size": [batch]}})
             store = ThroughputRun(run, {"framework": "torch", "precision": "fp32"})
-            store.add(BatchResult(batch, Status.OK, None, {"images_per_sec": rate, "timed_steps": 4}))
+            store.add(BatchResult(batch, Status.OK, None, {"samples_per_sec": rate, "timed_steps": 4}))
             planned += 1
     return folder
 
@@ -320,13 +320,13 @@ def test_variability_per_gpu_and_across(tmp_path: Path) -> None:
         for repetition in range(2):
             (study / f"gpu{gpu}_rep{repetition}").mkdir()
             store = ThroughputRun(study / f"gpu{gpu}_rep{repetition}", {"framework": "torch"})
-            store.add(BatchResult(16, Status.OK, None, {"images_per_sec": rate + repetition}))
+            store.add(BatchResult(16, Status.OK, None, {"samples_per_sec": rate + repetition}))
     page, _ = page_of([tmp_path], tmp_path)
     runs = load_runs(study)
     expected = per_gpu(runs, 0.05)
     assert_rows(page.table("variability", "vs_median_pct"), expected.to_dict("records"), list(expected.columns))
     assert_rows(page.table("variability", "spread_pct"), across(runs, expected).to_dict("records"),
-                ["batch_size", "scope", "n", "images_per_sec_median", "spread_pct", "outliers"])
+                ["batch_size", "scope", "n", "samples_per_sec_median", "spread_pct", "outliers"])
     assert page.table("variability", "outlier")[2]["outlier"] == "yes"
 
 

@@ -76,11 +76,11 @@ def test_a_rate_that_is_no_measurement_is_an_invalid_row_named_and_left_out(
         tmp_path: Path, value: Any, shown: str) -> None:
     good = throughput_run(tmp_path / "a")
     bad = throughput_run(tmp_path / "b")
-    edit(bad, 0, "images_per_sec", value)
+    edit(bad, 0, "samples_per_sec", value)
     page, text = page_text([tmp_path], tmp_path)
-    row = page.table("throughput", "images_per_sec", 1)[0]
-    assert (row["batch_size"], row["status"], row["images_per_sec"]) == ("8", "invalid", shown)
-    reason = f"{bad / 'summary.json'}: results[0].images_per_sec is {value!r}, not a finite non-negative number"
+    row = page.table("throughput", "samples_per_sec", 1)[0]
+    assert (row["batch_size"], row["status"], row["samples_per_sec"]) == ("8", "invalid", shown)
+    reason = f"{bad / 'summary.json'}: results[0].samples_per_sec is {value!r}, not a finite non-negative number"
     assert [(r["what"], r["reason"]) for r in invalid_rows(page)] == [("batch 8", reason)]
     assert "1 invalid value (NaN, infinite, negative or not a number) left out" in text
     assert f"1 invalid result (shaded) left out of the figure, and the run out of the comparisons: {reason}" in text
@@ -93,7 +93,7 @@ def test_a_rate_that_is_no_measurement_is_an_invalid_row_named_and_left_out(
 
 def test_runs_are_compared_with_the_first_run_without_an_invalid_result(tmp_path: Path) -> None:
     first = throughput_run(tmp_path / "a")
-    edit(first, 0, "images_per_sec", math.nan)
+    edit(first, 0, "samples_per_sec", math.nan)
     throughput_run(tmp_path / "b")
     throughput_run(tmp_path / "c")
     data = gather([tmp_path])
@@ -103,10 +103,10 @@ def test_runs_are_compared_with_the_first_run_without_an_invalid_result(tmp_path
 
 def test_the_spread_drawn_around_a_rate_is_checked_too(tmp_path: Path) -> None:
     run = throughput_run(tmp_path / "run")
-    edit(run, 1, "images_per_sec_max", "fast")
+    edit(run, 1, "samples_per_sec_max", "fast")
     data = gather([run])
     assert [row["status"] for row in data.runs[0].rows] == ["ok", "invalid", "oom"]
-    assert data.runs[0].rows[1]["error"] == (f"{run / 'summary.json'}: results[1].images_per_sec_max is 'fast', "
+    assert data.runs[0].rows[1]["error"] == (f"{run / 'summary.json'}: results[1].samples_per_sec_max is 'fast', "
                                              "not a finite non-negative number")
     render(data)  # drawn without the invalid point: no ValueError from float("fast")
 
@@ -115,19 +115,19 @@ def test_a_figure_matplotlib_cannot_draw_is_one_line(tmp_path: Path) -> None:
     """1e308 images/s is finite, so a measurement to the results model, but overflows matplotlib's transforms; a
     max below the rate (a hand-edited file) would make an error bar point the wrong way."""
     throughput_run(tmp_path / "a")
-    edit(throughput_run(tmp_path / "b"), 0, "images_per_sec", 1e308)
-    edit(throughput_run(tmp_path / "c"), 1, "images_per_sec_max", 1.0)
+    edit(throughput_run(tmp_path / "b"), 0, "samples_per_sec", 1e308)
+    edit(throughput_run(tmp_path / "c"), 1, "samples_per_sec_max", 1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         page, _ = page_text([tmp_path], tmp_path)
     [why] = page.sections["throughput"]["absent"]
     assert why.startswith("The figure (images/s against batch size) cannot be drawn: FloatingPointError: overflow")
-    assert len(page.tables("throughput", "images_per_sec")) == 3  # the numbers are all there
+    assert len(page.tables("throughput", "samples_per_sec")) == 3  # the numbers are all there
 
 
 def test_the_terminal_counts_what_was_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run = throughput_run(tmp_path / "runs" / "run")
-    edit(run, 0, "images_per_sec", math.nan)
+    edit(run, 0, "samples_per_sec", math.nan)
     edit(run, 1, "step_time_median_s", -1.0)
     (tmp_path / "runs" / "broken").mkdir()
     (tmp_path / "runs" / "broken" / "summary.json").write_text("{")
@@ -145,10 +145,10 @@ def test_the_terminal_counts_what_was_left_out(tmp_path: Path, capsys: pytest.Ca
 
 def test_a_campaign_s_invalid_repetition_is_out_of_its_statistics(tmp_path: Path) -> None:
     campaign = campaign_folder(tmp_path / "campaign", {(1, 8): [100.0, 110.0, 90.0], (2, 8): [180.0, 170.0, 190.0]})
-    edit(campaign / "run_1_torch_fp32_gpus1_b8_ret_0", 0, "images_per_sec", math.nan)
+    edit(campaign / "run_1_torch_fp32_gpus1_b8_ret_0", 0, "samples_per_sec", math.nan)
     page, text = page_text([campaign], tmp_path)
     shown = page.table("campaigns", "scaling_efficiency")
-    assert [(row["runs"], row["ok"], row["images_per_sec_median"]) for row in shown] == \
+    assert [(row["runs"], row["ok"], row["samples_per_sec_median"]) for row in shown] == \
         [("3", "2", "95"), ("3", "3", "180")]  # 100 and 90: the NaN repetition is neither counted nor averaged
     assert campaign_summary(campaign_table(campaign))["ok"].tolist() == [2, 3]
     assert "1 invalid result left out of the median, min, max, spread, CV and the figure: " \
@@ -174,10 +174,10 @@ def test_a_variability_study_s_invalid_run_is_out_of_the_medians(tmp_path: Path)
     for gpu, repetition in ((0, 0), (0, 1), (1, 0), (1, 1)):
         (study / f"gpu{gpu}_rep{repetition}").mkdir()
         ThroughputRun(study / f"gpu{gpu}_rep{repetition}", {"framework": "torch"}).add(
-            BatchResult(16, Status.OK, None, {"images_per_sec": 100.0 + 10 * gpu + repetition}))
-    edit(study / "gpu1_rep0", 0, "images_per_sec", -1.0)
+            BatchResult(16, Status.OK, None, {"samples_per_sec": 100.0 + 10 * gpu + repetition}))
+    edit(study / "gpu1_rep0", 0, "samples_per_sec", -1.0)
     page, text = page_text([study], tmp_path)
-    medians = {row["gpu_index"]: row["images_per_sec_median"] for row in page.table("variability", "vs_median_pct")}
+    medians = {row["gpu_index"]: row["samples_per_sec_median"] for row in page.table("variability", "vs_median_pct")}
     assert medians == {"0": "100.5", "1": "111"}  # GPU 1: its one valid repetition
     assert "1 invalid result left out of the medians" in text
     assert invalid_rows(page)[0]["where"] == "variability study: gpu1_rep0"
@@ -377,7 +377,7 @@ def test_a_report_of_200_runs_says_what_its_figure_leaves_out(tmp_path: Path) ->
         page, text = page_text([tmp_path / "runs"], tmp_path)
     assert "The figure draws the first 10 of the 200 runs" in text
     assert "The first 8 of the 199 other runs are compared." in text
-    assert len(page.tables("throughput", "images_per_sec")) == 200
+    assert len(page.tables("throughput", "samples_per_sec")) == 200
 
 
 # --- -o -------------------------------------------------------------------------------------------------------
@@ -445,10 +445,10 @@ def test_runs_in_folders_of_the_same_name_are_told_apart(tmp_path: Path) -> None
     data = gather([tmp_path])
     assert [run.name for run in data.runs] == ["a/run", "b/run", "x"]
     page = Page(render(data))
-    assert len(page.tables("throughput", "images_per_sec")) == 3
+    assert len(page.tables("throughput", "samples_per_sec")) == 3
     assert short_names([Path("/r/a/run"), Path("/r/b/run"), Path("/s/a/run")]) == {
         Path("/r/a/run"): "r/a/run", Path("/r/b/run"): "b/run", Path("/s/a/run"): "s/a/run"}
-    lines = {label: (run.rows, "images_per_sec") for label, run in zip(unique_labels(data.runs), data.runs,
+    lines = {label: (run.rows, "samples_per_sec") for label, run in zip(unique_labels(data.runs), data.runs,
                                                                          strict=True)}
     assert len(lines) == 3  # one line each in the figure
 

@@ -21,12 +21,12 @@ RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 
 
 def test_a_result_round_trips_through_its_row() -> None:
-    result = BatchResult(8, Status.OK, None, {"images_per_sec": 12.5, "window_images_per_sec": [12.0, 13.0]})
+    result = BatchResult(8, Status.OK, None, {"samples_per_sec": 12.5, "window_samples_per_sec": [12.0, 13.0]})
     row = result.to_row()
-    assert row == {"batch_size": 8, "status": "ok", "images_per_sec": 12.5, "window_images_per_sec": [12.0, 13.0],
+    assert row == {"batch_size": 8, "status": "ok", "samples_per_sec": 12.5, "window_samples_per_sec": [12.0, 13.0],
                    "error": None}
     assert BatchResult.from_row(json.loads(json.dumps(row))) == result
-    assert result.ok and result.get("images_per_sec") == 12.5 and result.get("absent", "x") == "x"
+    assert result.ok and result.get("samples_per_sec") == 12.5 and result.get("absent", "x") == "x"
 
 
 def test_a_failure_has_one_constructor_and_no_measurement() -> None:
@@ -89,7 +89,7 @@ def test_kept_format_1_throughput_runs_still_read() -> None:
     run = load_run(run_dir)
     assert run.header["framework"] == "torch" and "format" not in run.header
     ok = [r for r in run.results.values() if r.ok]
-    assert ok and all(r.values["images_per_sec"] > 0 for r in ok)
+    assert ok and all(r.values["samples_per_sec"] > 0 for r in ok)
     assert set(run.steps["batch_size"]) == {r.batch_size for r in ok}
 
 
@@ -99,8 +99,8 @@ def test_kept_format_1_profile_runs_read_with_the_renamed_field() -> None:
     summary = read_summary(path)
     assert summary.format == 1 and summary.header["profiler"] == "nsys"
     [result] = summary.results
-    assert result.status is Status.ERROR and "window_images_per_sec" not in result.values
-    assert result.values["profiled_images_per_sec"] == old["window_images_per_sec"]
+    assert result.status is Status.ERROR and "window_samples_per_sec" not in result.values
+    assert result.values["profiled_samples_per_sec"] == old["window_images_per_sec"]
 
 
 def test_a_profile_store_writes_what_read_summary_reads_back(tmp_path: Path) -> None:
@@ -178,15 +178,15 @@ def test_one_line_keeps_the_type_and_the_first_line() -> None:
 
 
 @pytest.mark.parametrize(("field", "value"), [
-    ("images_per_sec", float("nan")), ("images_per_sec", float("inf")), ("images_per_sec", -3.0),
-    ("images_per_sec", "fast"), ("images_per_sec", True), ("window_s", -0.1), ("step_time_median_s", "0.1"),
-    ("window_images_per_sec", [10.0, float("nan")]), ("window_images_per_sec", [10.0, None]),
-    ("energy_j", -1), ("mean_power_w", float("-inf")), ("joules_per_image", {"j": 1}), ("sm_clock_median_mhz", "x"),
+    ("samples_per_sec", float("nan")), ("samples_per_sec", float("inf")), ("samples_per_sec", -3.0),
+    ("samples_per_sec", "fast"), ("samples_per_sec", True), ("window_s", -0.1), ("step_time_median_s", "0.1"),
+    ("window_samples_per_sec", [10.0, float("nan")]), ("window_samples_per_sec", [10.0, None]),
+    ("energy_j", -1), ("mean_power_w", float("-inf")), ("joules_per_sample", {"j": 1}), ("sm_clock_median_mhz", "x"),
 ])
 def test_an_ok_result_with_no_measurement_in_a_rate_or_time_is_invalid(tmp_path: Path, field: str,
                                                                        value: object) -> None:
-    rows = [{"batch_size": 4, "status": "ok", "images_per_sec": 40.0, "window_s": 0.5, field: value},
-            {"batch_size": 8, "status": "ok", "images_per_sec": 41.0, "window_s": 0.5}]
+    rows = [{"batch_size": 4, "status": "ok", "samples_per_sec": 40.0, "window_s": 0.5, field: value},
+            {"batch_size": 8, "status": "ok", "samples_per_sec": 41.0, "window_s": 0.5}]
     (tmp_path / "summary.json").write_text(json.dumps({"format": 2, "results": rows}))
     summary = read_summary(tmp_path / "summary.json")
     bad, good = summary.results
@@ -197,9 +197,9 @@ def test_an_ok_result_with_no_measurement_in_a_rate_or_time_is_invalid(tmp_path:
 
 
 def test_absent_values_zero_and_failures_stay_as_they_were(tmp_path: Path) -> None:
-    rows = [{"batch_size": 4, "status": "ok", "images_per_sec": 0, "input_images_per_sec": None, "window_s": 0.0,
+    rows = [{"batch_size": 4, "status": "ok", "samples_per_sec": 0, "input_samples_per_sec": None, "window_s": 0.0,
              "temperature_max_c": -5, "profiler": "ncu"},
-            {"batch_size": 8, "status": "oom", "images_per_sec": float("nan"), "error": "out of memory"}]
+            {"batch_size": 8, "status": "oom", "samples_per_sec": float("nan"), "error": "out of memory"}]
     summary = RunSummary.from_json({"results": rows})
     assert [r.status for r in summary.results] == [Status.OK, Status.OOM]
     assert summary.results[1].error == "out of memory"
@@ -216,9 +216,9 @@ def test_unfinished_campaign_runs_are_told_by_the_folder_name_alone(relative: st
 
 
 def test_a_rates_spread_over_windows_is_checked_as_the_rate_is() -> None:
-    rows = [{"batch_size": 4, "status": "ok", "images_per_sec": 40.0, "images_per_sec_max": "fast"},
-            {"batch_size": 8, "status": "ok", "images_per_sec": 40.0, "images_per_sec_min": 39.0,
+    rows = [{"batch_size": 4, "status": "ok", "samples_per_sec": 40.0, "samples_per_sec_max": "fast"},
+            {"batch_size": 8, "status": "ok", "samples_per_sec": 40.0, "samples_per_sec_min": 39.0,
              "temperature_max_c": -2, "windows_median": -1}]
     first, second = RunSummary.from_json({"results": rows}).results
-    assert first.status is Status.INVALID and "images_per_sec_max" in str(first.error)
+    assert first.status is Status.INVALID and "samples_per_sec_max" in str(first.error)
     assert second.status is Status.OK

@@ -41,7 +41,7 @@ def test_a_name_taken_by_a_file_is_skipped_not_reused(tmp_path: Path) -> None:
 def test_summary_is_rewritten_complete_after_every_batch_size(tmp_path: Path) -> None:
     run = ThroughputRun(tmp_path, {"framework": "torch", "precision": "fp32", "image_size": 32, "data": "synthetic"})
     assert json.loads((tmp_path / "summary.json").read_text())["results"] == []
-    ok = {"batch_size": 2, "status": "ok", "images_per_sec": 10.0, "timed_steps": 2, "warmup_steps": 1}
+    ok = {"batch_size": 2, "status": "ok", "samples_per_sec": 10.0, "timed_steps": 2, "warmup_steps": 1}
     run.add(BatchResult.from_row(ok), warmup_s=[0.5], step_s=[0.1, 0.3])
     run.add(BatchResult.from_row({"batch_size": 4096, "status": "oom", "error": "RuntimeError: can't allocate memory"}))
     summary = json.loads((tmp_path / "summary.json").read_text())

@@ -29,7 +29,7 @@ if batch == 16:  # catches the allocation failure and reports it, as the real wo
     row = {"batch_size": batch, "status": "oom", "error": "CUDA out of memory. Tried to allocate 1.00 GiB"}
     payload = {"result": row, "warmup_s": [], "step_s": [], "versions": {"torch": "x"}, "rank": None}
 else:
-    row = {"batch_size": batch, "status": "ok", "images_per_sec": 10.0 * batch, "window_s": 0.3,
+    row = {"batch_size": batch, "status": "ok", "samples_per_sec": 10.0 * batch, "window_s": 0.3,
            "timed_steps": 3, "warmup_steps": 1}
     payload = {"result": row, "warmup_s": [0.5], "step_s": [0.1, 0.1, 0.1], "versions": {"torch": "x"},
                "rank": None}
@@ -53,7 +53,7 @@ def test_a_failing_batch_size_is_recorded_and_the_sweep_goes_on(tmp_path: Path, 
     assert [(row["batch_size"], row["status"]) for row in run.rows()] == [
         (8, "ok"), (16, "oom"), (32, "oom"), (64, "ok")]
     rows = {row["batch_size"]: row for row in run.rows()}
-    assert rows[64]["images_per_sec"] == 640.0
+    assert rows[64]["samples_per_sec"] == 640.0
     assert "exited with status 1" in rows[32]["error"] and "out of memory" in rows[32]["error"]
     assert versions == {"torch": "x"}
     assert any(line.startswith("batch size 64: 640.00 images/s") for line in said)

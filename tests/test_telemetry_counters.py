@@ -115,8 +115,8 @@ def test_summary_of_two_windows_on_one_gpu() -> None:
     values = summarize([H100], starts, ends, [2.0, 2.0], images=1600, samples=samples)
     assert set(values) == {*TELEMETRY_VALUES, GPU_TELEMETRY}
     assert values["energy_j"] == pytest.approx(1600.0)  # 800 J + 800 J
-    assert values["joules_per_image"] == pytest.approx(1.0)
-    assert values["images_per_joule"] == pytest.approx(1.0)
+    assert values["joules_per_sample"] == pytest.approx(1.0)
+    assert values["samples_per_joule"] == pytest.approx(1.0)
     assert values["mean_power_w"] == pytest.approx(400.0)  # 1600 J in 4 s
     assert values["sampled_power_w"] == pytest.approx(400.0)
     assert values["sm_clock_median_mhz"] == 1830
@@ -156,7 +156,7 @@ def test_two_gpus_sum_energy_and_take_the_worst_throttling() -> None:
 
 def test_an_unusable_energy_reading_is_none_with_its_reason_in_the_note() -> None:
     values = summarize([H100], [edge(0.0, 0)], [edge(0.05, 20_000)], [0.05], images=10, samples=[sample(1980, 400)])
-    assert values["energy_j"] is values["joules_per_image"] is values["images_per_joule"] is None
+    assert values["energy_j"] is values["joules_per_sample"] is values["samples_per_joule"] is None
     assert values["mean_power_w"] is None
     assert values["sampled_power_w"] == pytest.approx(400.0)
     assert "shorter than the energy counter's update period" in values["telemetry_note"]

@@ -107,8 +107,8 @@ def test_energy_power_clock_and_throttling_of_a_window(nvml: Callable[..., Modul
     assert values["energy_j"] == pytest.approx(300.0 * seconds, rel=0.05)
     assert values["mean_power_w"] == pytest.approx(300.0, rel=0.05)
     assert values["sampled_power_w"] == pytest.approx(300.0)
-    assert values["joules_per_image"] == pytest.approx(values["energy_j"] / images)
-    assert values["images_per_joule"] == pytest.approx(images / values["energy_j"])
+    assert values["joules_per_sample"] == pytest.approx(values["energy_j"] / images)
+    assert values["samples_per_joule"] == pytest.approx(images / values["energy_j"])
     assert values["sm_clock_median_mhz"] == 1980
     assert values["temperature_max_c"] == 40
     assert values["throttle_power_fraction"] == pytest.approx(0.25, abs=0.02)  # 2.5e8 ns per s of violation
@@ -139,7 +139,7 @@ def test_a_gpu_without_energy_counter_or_new_reason_names_still_gives_the_rest(
     nvml([h100(0, unsupported=["nvmlDeviceGetTotalEnergyConsumption"], violation_ns_per_s={},
                clock_event_reasons=thermal)], missing=["nvmlDeviceGetCurrentClocksEventReasons"])
     values = measure(config(), SleepEngine(), tmp_path / "t.csv").result.values  # type: ignore[arg-type]
-    assert values["energy_j"] is values["joules_per_image"] is values["mean_power_w"] is None
+    assert values["energy_j"] is values["joules_per_sample"] is values["mean_power_w"] is None
     assert "no energy counter" in values["telemetry_note"]
     assert values["sampled_power_w"] == pytest.approx(300.0)
     # the older name of the reasons function answered; no violation counters, so the samples' bits are used
@@ -176,7 +176,7 @@ def test_on_the_cpu_there_is_no_gpu_telemetry_and_no_timeline(nvml: Callable[...
 def test_without_nvml_the_worker_measures_and_says_why(nvml: Callable[..., ModuleType], tmp_path: Path) -> None:
     nvml([h100(0)], init_error=9)  # NVML_ERROR_DRIVER_NOT_LOADED
     done = measure(config(), SleepEngine(), tmp_path / "t.csv")  # type: ignore[arg-type]
-    assert done.result.ok and done.result.values["images_per_sec"] > 0
+    assert done.result.ok and done.result.values["samples_per_sec"] > 0
     assert done.result.values["telemetry_note"].startswith("no GPU telemetry: NVML: ")
     assert done.result.values["energy_j"] is None
 

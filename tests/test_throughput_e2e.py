@@ -36,7 +36,7 @@ def check_ok_result(result: dict, steps: list[dict]) -> None:
     assert result["status"] == "ok" and result["error"] is None
     assert len(timed) == result["timed_steps"] == 3 and len(warmup) == result["warmup_steps"] == 1
     assert sum(timed) == pytest.approx(result["window_s"], rel=1e-9)
-    assert result["images_per_sec"] == pytest.approx(batch * 3 / sum(timed), rel=1e-9)
+    assert result["samples_per_sec"] == pytest.approx(batch * 3 / sum(timed), rel=1e-9)
     assert min(timed) <= result["step_time_median_s"] <= max(timed)
     assert result["step_time_p10_s"] <= result["step_time_median_s"] <= result["step_time_p90_s"]
 
@@ -59,7 +59,7 @@ def test_throughput_sweep_writes_a_complete_run(tmp_path: Path, framework: str) 
         check_ok_result(entry, steps)
         assert isinstance(entry["gpus_at_window_end"], list)  # NVML state right after the window; none here
     assert (run_dir / "throughput.png").read_bytes().startswith(PNG_MAGIC)
-    assert (run_dir / "summary.csv").read_text().startswith("batch_size,status,images_per_sec")
+    assert (run_dir / "summary.csv").read_text().startswith("batch_size,status,samples_per_sec")
     versions = env["framework"]
     assert versions[{"torch": "torch", "tf": "tensorflow"}[framework]]
     assert env["command"][1:3] == ["throughput", "--framework"]
@@ -95,8 +95,8 @@ def test_absurd_batch_is_recorded_as_oom_and_the_sweep_goes_on(tmp_path: Path) -
     summary, _, _ = read_run(Path(result.stdout.strip().splitlines()[-1]))
     huge, small = summary["results"]
     assert huge["status"] == "oom", huge
-    assert huge["images_per_sec"] is None and "allocat" in huge["error"].lower()
-    assert small["status"] == "ok" and small["images_per_sec"] > 0
+    assert huge["samples_per_sec"] is None and "allocat" in huge["error"].lower()
+    assert small["status"] == "ok" and small["samples_per_sec"] > 0
 
 
 def _wait_for(predicate, timeout: float = 300.0) -> None:
@@ -208,13 +208,13 @@ def test_repeats_split_the_timed_iterations_into_windows(tmp_path: Path) -> None
     env = script_env(tmp_path, BATCH_SIZES="2", REPEATS="3")
     result = measure_throughput_script(env, "7")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "min images/s" in result.stdout  # the table shows the spread across windows
+    assert "min samples/s" in result.stdout  # the table shows the spread across windows
     summary, steps, _ = read_run(Path(result.stdout.strip().splitlines()[-1]))
     (row,) = summary["results"]
     assert (row["windows"], row["timed_steps"], row["warmup_steps"]) == (3, 6, 1)
-    rates = row["window_images_per_sec"]
-    assert len(rates) == 3 and row["images_per_sec_min"] == min(rates) and row["images_per_sec_max"] == max(rates)
-    assert row["images_per_sec"] == pytest.approx(2 * 6 / row["window_s"])
+    rates = row["window_samples_per_sec"]
+    assert len(rates) == 3 and row["samples_per_sec_min"] == min(rates) and row["samples_per_sec_max"] == max(rates)
+    assert row["samples_per_sec"] == pytest.approx(2 * 6 / row["window_s"])
     assert sum(1 for step in steps if step["phase"] == "timed") == 6
 
     env["REPEATS"] = "7"  # more windows than the 6 timed iterations

@@ -241,7 +241,7 @@ def test_newer_layout_with_nvtx_names_as_string_ids(tmp_path: Path) -> None:
      ["CUPTI_ACTIVITY_KIND_MEMCPY has no bytes column"]),
     ({"StringIds": STRINGS_TABLE, "CUPTI_ACTIVITY_KIND_KERNEL": (BARE_KERNELS[0], [])},
      ["CUPTI_ACTIVITY_KIND_KERNEL is empty"]),
-    ({"runs": ("id INTEGER, images_per_sec REAL", [(1, 812.5)])}, ["not an Nsight Systems export"]),
+    ({"runs": ("id INTEGER, samples_per_sec REAL", [(1, 812.5)])}, ["not an Nsight Systems export"]),
 ])
 def test_a_layout_without_what_is_needed_is_refused_naming_it(tmp_path: Path, tables: dict,
                                                               fragments: list[str]) -> None:

@@ -41,8 +41,8 @@ CLOCK = {0: 1980.0, 1: 1980.0, 2: 1995.0, 3: 1500.0}
 
 def values(rate: float, gpu: int, repetition: int) -> dict[str, Any]:
     power = 600.0 + 10 * gpu + repetition
-    return {"images_per_sec": rate, "sm_clock_median_mhz": CLOCK[gpu] + repetition, "mean_power_w": power,
-            "temperature_max_c": 60.0 + gpu + repetition, "joules_per_image": power / rate,
+    return {"samples_per_sec": rate, "sm_clock_median_mhz": CLOCK[gpu] + repetition, "mean_power_w": power,
+            "temperature_max_c": 60.0 + gpu + repetition, "joules_per_sample": power / rate,
             "energy_j": None, "telemetry_note": None}
 
 
@@ -95,11 +95,11 @@ def test_runs_keep_failures_and_skip_missing_folders(study: Path) -> None:
     assert len(oom) == 1
     row = oom.iloc[0]
     assert (row["gpu_index"], row["repetition"], row["batch_size"], row["run"]) == (1, 2, 64, "gpu1_rep2")
-    assert math.isnan(row["images_per_sec"]) and row["error"] == "CUDA out of memory"
+    assert math.isnan(row["samples_per_sec"]) and row["error"] == "CUDA out of memory"
     first = runs[(runs["gpu_index"] == 3) & (runs["repetition"] == 0) & (runs["batch_size"] == 64)].iloc[0]
     assert (first["host"], first["uuid"], first["name"]) == (HOST, "GPU-0003", NAME)
-    assert first["images_per_sec"] == 750.0 and first["sm_clock_median_mhz"] == 1500.0
-    assert first["joules_per_image"] == pytest.approx(630.0 / 750.0)
+    assert first["samples_per_sec"] == 750.0 and first["sm_clock_median_mhz"] == 1500.0
+    assert first["joules_per_sample"] == pytest.approx(630.0 / 750.0)
 
 
 def test_one_slow_gpu_is_the_only_outlier(tmp_path: Path) -> None:
@@ -110,7 +110,7 @@ def test_one_slow_gpu_is_the_only_outlier(tmp_path: Path) -> None:
             write_run(folder, gpu, repetition, [BatchResult(64, Status.OK, None, values(rate, gpu, repetition))])
     gpus = var.per_gpu(var.load_runs(folder), 0.10)
     assert list(gpus["gpu_index"]) == [0, 1, 2, 3]
-    assert list(gpus["images_per_sec_median"]) == [1000.0, 1000.0, 1020.0, 750.0]
+    assert list(gpus["samples_per_sec_median"]) == [1000.0, 1000.0, 1020.0, 750.0]
     # median of the GPU medians: (1000 + 1000) / 2 = 1000
     assert gpus["vs_median_pct"].tolist() == pytest.approx([0.0, 0.0, 2.0, -25.0])
     assert gpus["outlier"].tolist() == [False, False, False, True]
@@ -119,7 +119,7 @@ def test_one_slow_gpu_is_the_only_outlier(tmp_path: Path) -> None:
     assert slow["sm_clock_median_mhz"] == 1501.0  # 1500, 1501, 1502
     assert slow["power_median_w"] == 631.0
     assert (slow["temperature_median_c"], slow["temperature_max_c"]) == (64.0, 65.0)
-    assert slow["joules_per_image_median"] == pytest.approx(statistics.median([630 / 750, 631 / 745, 632 / 760]))
+    assert slow["joules_per_sample_median"] == pytest.approx(statistics.median([630 / 750, 631 / 745, 632 / 760]))
     # A looser threshold: 25% slower is not more than 30% slower.
     assert not var.per_gpu(var.load_runs(folder), 0.30)["outlier"].any()
 
@@ -135,14 +135,14 @@ def test_across_numbers_by_hand(tmp_path: Path) -> None:
     gpus = table.loc["gpus"]
     mean = (1000 + 1000 + 1020 + 750) / 4  # 942.5
     squares = (1000 - mean) ** 2 * 2 + (1020 - mean) ** 2 + (750 - mean) ** 2  # 49675
-    assert gpus["n"] == 4 and gpus["images_per_sec_median"] == 1000.0
+    assert gpus["n"] == 4 and gpus["samples_per_sec_median"] == 1000.0
     assert gpus["cv_pct"] == pytest.approx(math.sqrt(squares / 3) / mean * 100)  # 13.65 %
     assert gpus["spread_pct"] == pytest.approx(27.0)  # (1020 - 750) / 1000
     assert gpus["slowest_over_median"] == pytest.approx(0.75)
     assert gpus["outliers"] == "3"
     every = table.loc["runs"]
     all_rates = [rate for rates in RATES_64.values() for rate in rates]
-    assert every["n"] == 12 and every["images_per_sec_median"] == 1000.0
+    assert every["n"] == 12 and every["samples_per_sec_median"] == 1000.0
     assert every["cv_pct"] == pytest.approx(statistics.stdev(all_rates) / statistics.mean(all_rates) * 100)
     assert every["spread_pct"] == pytest.approx(29.5)  # (1040 - 745) / 1000
     assert every["slowest_over_median"] == pytest.approx(0.745)
@@ -153,9 +153,9 @@ def test_failed_and_missing_repetitions_are_not_counted(study: Path) -> None:
     runs = var.load_runs(study)
     gpus = var.per_gpu(runs).set_index(["batch_size", "gpu_index"])
     assert gpus.loc[(64, 1), "repetitions"] == 2 and gpus.loc[(64, 1), "failed"] == 1
-    assert gpus.loc[(64, 1), "images_per_sec_median"] == 997.5  # 1000 and 995; the OOM is not a zero
+    assert gpus.loc[(64, 1), "samples_per_sec_median"] == 997.5  # 1000 and 995; the OOM is not a zero
     assert gpus.loc[(64, 2), "repetitions"] == 2 and gpus.loc[(64, 2), "failed"] == 0
-    assert gpus.loc[(64, 2), "images_per_sec_median"] == 1030.0  # 1020 and 1040
+    assert gpus.loc[(64, 2), "samples_per_sec_median"] == 1030.0  # 1020 and 1040
     assert gpus.loc[(128, 1), "repetitions"] == 3
     # Batch 64: medians 1000, 997.5, 1030, 750 -> median 998.75; batch 128: nobody is slow.
     assert gpus.loc[(64, 3), "vs_median_pct"] == pytest.approx((750 / 998.75 - 1) * 100)
@@ -177,7 +177,7 @@ def test_a_gpu_with_no_ok_repetition_keeps_a_row_without_values(tmp_path: Path) 
     gpus = var.per_gpu(var.load_runs(folder))
     lost = gpus[gpus["gpu_index"] == 2].iloc[0]
     assert lost["repetitions"] == 0 and lost["failed"] == 1
-    assert math.isnan(lost["images_per_sec_median"]) and math.isnan(lost["vs_median_pct"])
+    assert math.isnan(lost["samples_per_sec_median"]) and math.isnan(lost["vs_median_pct"])
     assert not lost["outlier"]
     one = var.spread(pd.Series([1000.0]))
     assert one["n"] == 1 and math.isnan(one["cv_pct"]) and (one["spread_pct"], one["slowest_over_median"]) == (0, 1)
@@ -405,15 +405,15 @@ def test_an_invalid_value_is_shown_counted_and_left_out(tmp_path: Path) -> None:
             write_run(folder, gpu, repetition, [BatchResult(64, Status.OK, None, values(1000.0, gpu, repetition))])
     summary_path = folder / "gpu1_rep1" / "summary.json"
     summary = json.loads(summary_path.read_text())
-    summary["results"][0]["images_per_sec"] = -5000.0  # a hand edit: a rate no run measures
+    summary["results"][0]["samples_per_sec"] = -5000.0  # a hand edit: a rate no run measures
     summary_path.write_text(json.dumps(summary))
     frames = var.write_report(folder)
     gpu1 = frames["gpus"].set_index("gpu_index").loc[1]
     assert (gpu1["repetitions"], gpu1["failed"], gpu1["invalid"]) == (1, 0, 1)
-    assert gpu1["images_per_sec_median"] == 1000.0
+    assert gpu1["samples_per_sec_median"] == 1000.0
     runs_scope = frames["across"][frames["across"]["scope"] == var.SCOPE_RUNS].iloc[0]
     assert (runs_scope["n"], runs_scope["slowest_over_median"]) == (3, 1.0)
     lines = var.format_report(frames).splitlines()
     assert any(line.split()[0] == "1" and line.endswith("(1 invalid)") for line in lines)
     assert lines[-2:] == ["1 invalid result left out of every median and spread:",
-                          f"  {summary_path}: results[0].images_per_sec is -5000.0, not a finite non-negative number"]
+                          f"  {summary_path}: results[0].samples_per_sec is -5000.0, not a finite non-negative number"]

@@ -89,16 +89,16 @@ def build(world: Path) -> None:
     matrix = load_matrix(world / "m.yaml")
     runs = plan(matrix)
     write_campaign_table(_campaign(world, "done", matrix))
-    for name, field, text in (("nan", "images_per_sec", "NaN"), ("inf", "images_per_sec", "Infinity"),
-                              ("overflow", "images_per_sec", "1e999"), ("negative", "images_per_sec", "-120.0"),
-                              ("text", "images_per_sec", '"fast"'), ("boolean", "images_per_sec", "true"),
-                              ("window", "window_images_per_sec", "[120.0, NaN]"),
+    for name, field, text in (("nan", "samples_per_sec", "NaN"), ("inf", "samples_per_sec", "Infinity"),
+                              ("overflow", "samples_per_sec", "1e999"), ("negative", "samples_per_sec", "-120.0"),
+                              ("text", "samples_per_sec", '"fast"'), ("boolean", "samples_per_sec", "true"),
+                              ("window", "window_samples_per_sec", "[120.0, NaN]"),
                               ("step_time", "step_time_median_s", "-0.01")):
         _with_bad_value(world, matrix, name, field, text)
     # every result of one campaign invalid: no statistic at all, and the closing line names both
     folder = _campaign(world, "all_invalid", matrix, runs[:1])
     for size in (1, 2):
-        _edit(folder / f"{runs[0].stem}_ret_0" / "summary.json", size, "images_per_sec", "NaN")
+        _edit(folder / f"{runs[0].stem}_ret_0" / "summary.json", size, "samples_per_sec", "NaN")
     # a second finished folder of run 2 (a failure at batch size 2), newer: it counts, the older one is named
     folder = _campaign(world, "duplicate", matrix)
     newer = _finished(folder, matrix, runs[2], code=1, failed=(2,))
@@ -147,13 +147,13 @@ CASES: list[StudyCase] = [
     _summary("done", "all 8 results ok", "110.00", absent=("invalid result",), kind="baseline"),
     *(_summary(name, _INVALID, f"{{w}}/{name}/run_1_{CONFIG}_ret_0/summary.json: results[1].{field} is {shown}",
                _ONLY_GOOD, "7 of 8 results ok")
-      for name, field, shown in (("nan", "images_per_sec", "nan"), ("inf", "images_per_sec", "inf"),
-                                 ("overflow", "images_per_sec", "inf"), ("negative", "images_per_sec", "-120.0"),
-                                 ("text", "images_per_sec", "'fast'"), ("boolean", "images_per_sec", "True"),
-                                 ("window", "window_images_per_sec", "[120.0, nan]"),
+      for name, field, shown in (("nan", "samples_per_sec", "nan"), ("inf", "samples_per_sec", "inf"),
+                                 ("overflow", "samples_per_sec", "inf"), ("negative", "samples_per_sec", "-120.0"),
+                                 ("text", "samples_per_sec", "'fast'"), ("boolean", "samples_per_sec", "True"),
+                                 ("window", "window_samples_per_sec", "[120.0, nan]"),
                                  ("step_time", "step_time_median_s", "-0.01"))),
     _summary("all_invalid", "2 invalid results left out", "0 of 2 results ok",
-             "{w}/all_invalid/run_0_" + CONFIG + "_ret_0/summary.json: results[0].images_per_sec is nan"),
+             "{w}/all_invalid/run_0_" + CONFIG + "_ret_0/summary.json: results[0].samples_per_sec is nan"),
     # --- a second finished folder of one planned run: counted once, the other named ----------------------------
     _summary("duplicate", f"run_1_{CONFIG}_ret_0 left out: a second finished folder of the run in "
              f"run_1_{CONFIG}_ret_1", "1 of 8 results failed", absent=("of 9 results",)),

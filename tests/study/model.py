@@ -37,8 +37,8 @@ def write_run(folder: Path, step: Any = _step, num_classes: int = 1000, timed_st
     store = ThroughputRun(folder, header)
     for batch in batches:
         windows = [batch / (step(batch) * factor) for factor in (0.99, 1.0, 1.01)]
-        store.add(BatchResult(batch, Status.OK, None, {"images_per_sec": sum(windows) / 3,
-                                                       "window_images_per_sec": windows, "world_size": 1}))
+        store.add(BatchResult(batch, Status.OK, None, {"samples_per_sec": sum(windows) / 3,
+                                                       "window_samples_per_sec": windows, "world_size": 1}))
     store.add(BatchResult.failed(64, Status.OOM, "out of memory"))
     gpus = [{"index": 0, "name": gpu}] if gpu else []
     write_json_atomic(folder / "env.json", {"cpu_model": "Test CPU", "gpu": {"gpus": gpus}})
@@ -73,17 +73,17 @@ def _profile(folder: Path, step_ms: list[Any]) -> None:
 
 def build(world: Path) -> None:
     write_run(world / "good" / "run")
-    _edited(world, "nan", "images_per_sec", math.nan)
-    _edited(world, "inf", "images_per_sec", math.inf)
-    _edited(world, "negative", "window_images_per_sec", [-50.0, -50.0, -50.0], index=1)
-    _edited(world, "text", "images_per_sec", "fast", index=2)
-    _edited(world, "zero", "window_images_per_sec", [0, 0, 0], index=3)
-    _edited(world, "joules", "joules_per_image", -1.0)
+    _edited(world, "nan", "samples_per_sec", math.nan)
+    _edited(world, "inf", "samples_per_sec", math.inf)
+    _edited(world, "negative", "window_samples_per_sec", [-50.0, -50.0, -50.0], index=1)
+    _edited(world, "text", "samples_per_sec", "fast", index=2)
+    _edited(world, "zero", "window_samples_per_sec", [0, 0, 0], index=3)
+    _edited(world, "joules", "joules_per_sample", -1.0)
     _edited(world, "world", "world_size", -4)
     # every result of the run invalid: nothing is left to model
     folder = write_run(world / "all_bad" / "run")
     for index in range(len(BATCHES)):
-        _edit(folder, index, "images_per_sec", -1.0)
+        _edit(folder, index, "samples_per_sec", -1.0)
     folder = write_run(world / "launch_text" / "run")
     data = json.loads((folder / "summary.json").read_text())
     del data["results"][0]["world_size"]
@@ -122,22 +122,22 @@ REFUSED = ("--output", "{w}/refused")  # a refusal makes not even this folder
 CASES: list[StudyCase] = [
     # values that are no measurement: left out, counted, the first named with its file and field
     StudyCase("nan rate is left out and named", _model("{w}/nan", *OUT),
-              ("1 result left out", "{w}/nan/run/summary.json: results[0].images_per_sec is nan"),
+              ("1 result left out", "{w}/nan/run/summary.json: results[0].samples_per_sec is nan"),
               exit=0, writes=True, kind="silent-wrong", slow=True),
     StudyCase("infinite rate is left out and named", _model("{w}/inf", *OUT),
-              ("1 result left out", "results[0].images_per_sec is inf"), exit=0, writes=True, kind="silent-wrong",
+              ("1 result left out", "results[0].samples_per_sec is inf"), exit=0, writes=True, kind="silent-wrong",
               slow=True),
     StudyCase("negative window rates are left out, never a negative step time", _model("{w}/negative", *OUT),
-              ("1 result left out", "results[1].window_images_per_sec is [-50.0, -50.0, -50.0]",
+              ("1 result left out", "results[1].window_samples_per_sec is [-50.0, -50.0, -50.0]",
                "points per parameter: batch_size: 4 (2-32)"), exit=0, writes=True, kind="silent-wrong", slow=True),
     StudyCase("a text rate is left out and named", _model("{w}/text", *OUT),
-              ("1 result left out", "results[2].images_per_sec is 'fast'"), exit=0, writes=True,
+              ("1 result left out", "results[2].samples_per_sec is 'fast'"), exit=0, writes=True,
               kind="silent-wrong", slow=True),
     StudyCase("a rate of 0 gives no step time: left out", _model("{w}/zero", *OUT),
-              ("1 result left out", "results[3].window_images_per_sec[0] is 0, not a finite positive number"),
+              ("1 result left out", "results[3].window_samples_per_sec[0] is 0, not a finite positive number"),
               exit=0, writes=True, kind="silent-wrong", slow=True),
     StudyCase("a negative energy is left out", _model("{w}/joules", *OUT),
-              ("1 result left out", "results[0].joules_per_image is -1.0"), exit=0, writes=True,
+              ("1 result left out", "results[0].joules_per_sample is -1.0"), exit=0, writes=True,
               kind="silent-wrong", slow=True),
     StudyCase("a negative world size is left out, not replaced", _model("{w}/world", *OUT),
               ("1 result left out", "results[0].world_size is -4, not a positive whole number"), exit=0,
@@ -146,7 +146,7 @@ CASES: list[StudyCase] = [
               ("1 result left out", "launch.processes_per_node is 'x'"), exit=0, writes=True,
               kind="traceback", slow=True),
     StudyCase("all results invalid: one line naming the count and the first", _model("{w}/all_bad", *REFUSED),
-              ("{w}/all_bad", "no measured batch size", "5 results left out", "results[0].images_per_sec is -1.0"),
+              ("{w}/all_bad", "no measured batch size", "5 results left out", "results[0].samples_per_sec is -1.0"),
               kind="silent-wrong"),
     StudyCase("a negative nsys step GPU time is left out and named", _model("{w}/nsys_negative", *OUT),
               ("1 result left out", "batch_8.timeline.json: step_gpu_ms[1] is -3.0"), exit=0, writes=True,
@@ -245,7 +245,7 @@ CASES: list[StudyCase] = [
               ("--param", "more than once"), kind="does-nothing"),
     StudyCase("--output twice", _model("{w}/good", "--output", "{w}/a", "--output", "{w}/b"),
               ("--output", "more than once"), kind="does-nothing"),
-    StudyCase("--metric twice", _model("{w}/good", "--metric", "step_time", "--metric", "images_per_sec",
+    StudyCase("--metric twice", _model("{w}/good", "--metric", "step_time", "--metric", "samples_per_sec",
                                        *REFUSED), ("--metric", "more than once"), kind="does-nothing"),
     # the folders
     StudyCase("no such folder", _model("{w}/nowhere", *REFUSED), ("{w}/nowhere", "no such folder"),

@@ -93,20 +93,20 @@ def _variability(folder: Path, rate: Any) -> None:
             run = folder / f"gpu{gpu}_rep{repetition}"
             run.mkdir()
             ThroughputRun(run, {"framework": "torch"}).add(
-                BatchResult(16, Status.OK, None, {"images_per_sec": 100.0 + gpu + repetition}))
-    _edit(folder / "gpu1_rep0", 0, "images_per_sec", rate)
+                BatchResult(16, Status.OK, None, {"samples_per_sec": 100.0 + gpu + repetition}))
+    _edit(folder / "gpu1_rep0", 0, "samples_per_sec", rate)
 
 
 def build(world: Path) -> None:
     (world / "pages").mkdir()
     throughput_run(world / "good" / "run")
-    for name, field, value in (("nan", "images_per_sec", math.nan), ("inf", "images_per_sec", math.inf),
-                               ("negative", "images_per_sec", -5.0), ("text", "images_per_sec", "fast"),
-                               ("bool", "images_per_sec", True), ("min_text", "images_per_sec_min", "slow"),
-                               ("windows_text", "window_images_per_sec", ["a", 1.0]),
-                               ("step_nan", "step_time_median_s", math.nan), ("null_rate", "images_per_sec", None),
+    for name, field, value in (("nan", "samples_per_sec", math.nan), ("inf", "samples_per_sec", math.inf),
+                               ("negative", "samples_per_sec", -5.0), ("text", "samples_per_sec", "fast"),
+                               ("bool", "samples_per_sec", True), ("min_text", "samples_per_sec_min", "slow"),
+                               ("windows_text", "window_samples_per_sec", ["a", 1.0]),
+                               ("step_nan", "step_time_median_s", math.nan), ("null_rate", "samples_per_sec", None),
                                ("batch_text", "batch_size", "8"), ("energy_negative", "energy_j", -1.0),
-                               ("huge", "images_per_sec", 1e308), ("max_below", "images_per_sec_max", 1.0)):
+                               ("huge", "samples_per_sec", 1e308), ("max_below", "samples_per_sec_max", 1.0)):
         _edited_run(world, name, field, value)
     (world / "results_object" / "run").mkdir(parents=True)
     (world / "results_object" / "run" / "summary.json").write_text('{"format": 2, "results": {"a": 1}}')
@@ -124,7 +124,7 @@ def build(world: Path) -> None:
     _nsys(world / "nsys_bad" / "profiled_data_nsys", ["x", 1.0], "top")
     _nsys(world / "nsys_kernels" / "profiled_data_nsys", [17.5, 18.0], [{"name": "gemm", "total_ns": "long"}])
     campaign = campaign_folder(world / "campaign_nan", {(1, 8): [100.0, 110.0, 90.0], (2, 8): [180.0, 170.0]})
-    _edit(campaign / "run_1_torch_fp32_gpus1_b8_ret_0", 0, "images_per_sec", math.nan)
+    _edit(campaign / "run_1_torch_fp32_gpus1_b8_ret_0", 0, "samples_per_sec", math.nan)
     (world / "campaign_gpus_text").mkdir()
     campaign = campaign_folder(world / "campaign_gpus_text" / "campaign", {(1, 8): [100.0]})
     run_file = campaign / "run_0_torch_fp32_gpus1_b8_ret_0" / "campaign_run.json"

@@ -41,8 +41,8 @@ def _header(**changes: Any) -> dict[str, Any]:
 def _values(gpu: int, repetition: int, batch: int) -> dict[str, Any]:
     rate = RATES[gpu] * (1 + 0.01 * repetition) * (1.1 if batch == 128 else 1.0)
     power = 600.0 + 10 * gpu
-    return {"images_per_sec": rate, "sm_clock_median_mhz": 1980.0 - 100 * (gpu == 3), "mean_power_w": power,
-            "temperature_max_c": 60.0 + gpu, "joules_per_image": power / rate, "window_s": 5.0}
+    return {"samples_per_sec": rate, "sm_clock_median_mhz": 1980.0 - 100 * (gpu == 3), "mean_power_w": power,
+            "temperature_max_c": 60.0 + gpu, "joules_per_sample": power / rate, "window_s": 5.0}
 
 
 def _study(folder: Path, gpus: int = 4, repetitions: int = 2, batches: tuple[int, ...] = (64, 128),
@@ -101,14 +101,14 @@ def build(world: Path) -> None:
     mixed_copy = _study(world / "copied_in", skip=((1, 1),))
     other = _study(world / "other_study", gpus=2, image_size=128, **{"model.image_size": 128})
     shutil.copytree(other / "gpu1_rep1", mixed_copy / "gpu1_rep1")  # a run of another study copied in
-    _edit(_study(world / "nan_rate") / "gpu2_rep1", 0, "images_per_sec", math.nan)
-    _edit(_study(world / "inf_rate") / "gpu0_rep0", 1, "images_per_sec", math.inf)
+    _edit(_study(world / "nan_rate") / "gpu2_rep1", 0, "samples_per_sec", math.nan)
+    _edit(_study(world / "inf_rate") / "gpu0_rep0", 1, "samples_per_sec", math.inf)
     _edit(_study(world / "negative_power") / "gpu1_rep0", 0, "mean_power_w", -600.0)
-    _edit(_study(world / "text_rate") / "gpu3_rep0", 0, "images_per_sec", "fast")
+    _edit(_study(world / "text_rate") / "gpu3_rep0", 0, "samples_per_sec", "fast")
     all_invalid = _study(world / "gpu1_all_invalid")
     for repetition in range(2):
         for index in range(2):
-            _edit(all_invalid / f"gpu1_rep{repetition}", index, "images_per_sec", -1.0)
+            _edit(all_invalid / f"gpu1_rep{repetition}", index, "samples_per_sec", -1.0)
     _study(world / "negative_index")
     plan = json.loads((world / "negative_index" / "variability.json").read_text())
     plan["gpus"][0]["index"] = -1
@@ -158,17 +158,17 @@ CASES: list[StudyCase] = [
     # values that are no measurement: shown as invalid, counted, left out
     StudyCase("a NaN rate is invalid, counted and left out", _report("{w}/nan_rate"),
               ("(1 invalid)", "1 invalid result left out of every median and spread:",
-               "{w}/nan_rate/gpu2_rep1/summary.json: results[0].images_per_sec is nan",
+               "{w}/nan_rate/gpu2_rep1/summary.json: results[0].samples_per_sec is nan",
                "across all runs (n=7)"), absent=("images/s, cv nan", " nan images/s"),
               exit=0, writes=True, kind="silent-wrong"),
     StudyCase("an infinite rate is invalid", _report("{w}/inf_rate"),
-              ("results[1].images_per_sec is inf", "(1 invalid)"), absent=("inf images/s",), exit=0, writes=True,
+              ("results[1].samples_per_sec is inf", "(1 invalid)"), absent=("inf images/s",), exit=0, writes=True,
               kind="silent-wrong"),
     StudyCase("a negative power makes the result invalid", _report("{w}/negative_power"),
               ("results[0].mean_power_w is -600.0", "(1 invalid)"),
               exit=0, writes=True, kind="silent-wrong"),
     StudyCase("a text rate is invalid", _report("{w}/text_rate"),
-              ("results[0].images_per_sec is 'fast'", "(1 invalid)"), exit=0, writes=True, kind="traceback"),
+              ("results[0].samples_per_sec is 'fast'", "(1 invalid)"), exit=0, writes=True, kind="traceback"),
     StudyCase("a GPU whose every result is invalid keeps a row without values",
               _report("{w}/gpu1_all_invalid"),
               ("(2 invalid)", "4 invalid results left out", "across GPUs' medians (n=3)"), exit=0, writes=True,

@@ -24,20 +24,23 @@ from typing import Any
 import pandas as pd
 
 from trainbench.errors import UsageError
+from trainbench.results import fields
 from trainbench.results.header import RunHeader
 from trainbench.results.layout import ENV, NSYS_TIMELINE, PROFILE, SUMMARY, batch_file, in_unfinished_run
 from trainbench.results.records import BatchResult, RunSummary, Status, is_measurement
 from trainbench.results.store import read_summary
 
 PARAMETERS: tuple[str, ...] = ("batch_size", "gpus", "image_size")
-# metric -> its unit, for tables and plots; step_time and images_per_sec are per timed window
+# metric -> its unit, for tables and plots: the step time per timed window, the result fields a model may fit
+# (``results.fields``: samples_per_sec per timed window, energy and power once per batch size) and nsys' GPU time
+# per step (step ranges) or per step of one kernel.
 METRICS: dict[str, str] = {
-    "step_time": "s",  # images per step / the window's images/s: all GPUs' images, so the step's wall time
-    "images_per_sec": "images/s",
-    "joules_per_image": "J",  # GPU energy over all windows of the batch size: one value per run
-    "mean_power_w": "W",
-    "gpu_time": "s",  # nsys: GPU busy time per step (step ranges) or per step of one kernel
+    "step_time": "s",  # samples per step / the window's samples/s: all GPUs' samples, so the step's wall time
+    **{f.name: f.unit for f in fields.FIELDS if f.modelled},
+    "gpu_time": "s",
 }
+# A metric's name before results counted samples (``--metric images_per_sec`` still works).
+METRIC_ALIASES: dict[str, str] = {old: new for old, new in fields.RENAMED.items() if new in METRICS}
 COLUMNS = ("config", "settings", "region", *PARAMETERS, "metric", "value", "source")
 TRAIN_STEP, GPU_STEP, KERNEL_PREFIX = "train step", "step (GPU)", "kernel "
 TOP_KERNELS = 5  # kernels modelled per profile: the ones with the most GPU time over all its batch sizes
@@ -148,14 +151,14 @@ def _image_size(header: dict[str, Any]) -> int | None:
 
 def _throughput_values(result: BatchResult, gpus: int, where: str) -> Iterator[tuple[str, str, float]]:
     """(region, metric, value): each window's step time and images/s, and the run's energy figures."""
-    windows = result.values.get("window_images_per_sec")
-    field_name = "window_images_per_sec" if windows else "images_per_sec"
-    for index, rate in enumerate(windows or [result.values.get("images_per_sec")]):
+    windows = result.values.get(fields.WINDOW_SAMPLES_PER_SEC)
+    field_name = fields.WINDOW_SAMPLES_PER_SEC if windows else fields.SAMPLES_PER_SEC
+    for index, rate in enumerate(windows or [result.values.get(fields.SAMPLES_PER_SEC)]):
         # read_summary let only finite non-negative rates through; 0 images/s is no step time either
         rate = _finite(rate, f"{where}.{field_name}" + (f"[{index}]" if windows else ""), positive=True)
-        yield TRAIN_STEP, "images_per_sec", rate
+        yield TRAIN_STEP, fields.SAMPLES_PER_SEC, rate
         yield TRAIN_STEP, "step_time", result.batch_size * gpus / rate
-    for metric in ("joules_per_image", "mean_power_w"):
+    for metric in (f.name for f in fields.FIELDS if f.modelled and f.name != fields.SAMPLES_PER_SEC):
         if (value := result.values.get(metric)) is not None:
             yield TRAIN_STEP, metric, _finite(value, f"{where}.{metric}")
 
@@ -194,7 +197,8 @@ class Gathered:
     left_out: list[str] = field(default_factory=list)
 
     def left_out_line(self) -> str:
-        """"2 results left out (no measurement): the first, FILE: results[0].images_per_sec is nan, ..."; "" if none."""
+        """"2 results left out (no measurement): the first, FILE: results[0].samples_per_sec is nan, ..."; "" if
+        none."""
         if not self.left_out:
             return ""
         count = len(self.left_out)

@@ -55,22 +55,22 @@ ACROSS_FILE = "variability_across.csv"
 
 # A result's values read into the runs table (telemetry names as TELEMETRY_VALUES spells them).
 RUN_VALUES: tuple[str, ...] = (
-    "images_per_sec",
+    "samples_per_sec",
     "sm_clock_median_mhz",
     "mean_power_w",
     "temperature_max_c",
-    "joules_per_image",
+    "joules_per_sample",
 )
 RUN_COLUMNS: tuple[str, ...] = (
     "host", "gpu_index", "uuid", "name", "repetition", "batch_size", "status", *RUN_VALUES, "run", "error",
 )
 GPU_COLUMNS: tuple[str, ...] = (
-    "batch_size", "host", "uuid", "gpu_index", "name", "repetitions", "failed", "invalid", "images_per_sec_median",
+    "batch_size", "host", "uuid", "gpu_index", "name", "repetitions", "failed", "invalid", "samples_per_sec_median",
     "sm_clock_median_mhz", "power_median_w", "temperature_median_c", "temperature_max_c",
-    "joules_per_image_median", "vs_median_pct", "outlier",
+    "joules_per_sample_median", "vs_median_pct", "outlier",
 )
 ACROSS_COLUMNS: tuple[str, ...] = (
-    "batch_size", "scope", "n", "images_per_sec_median", "cv_pct", "spread_pct", "slowest_over_median", "outliers",
+    "batch_size", "scope", "n", "samples_per_sec_median", "cv_pct", "spread_pct", "slowest_over_median", "outliers",
 )
 SCOPE_GPUS = "gpus"  # over each GPU's median
 SCOPE_RUNS = "runs"  # over every ok repetition of every GPU
@@ -215,7 +215,7 @@ def _env_hostname(run_dir: Path) -> str | None:
 
 def _ok(runs: pd.DataFrame) -> pd.DataFrame:
     """The repetitions that measured something: status ok with an images/s."""
-    return runs[(runs["status"] == _OK) & runs["images_per_sec"].notna()]
+    return runs[(runs["status"] == _OK) & runs["samples_per_sec"].notna()]
 
 
 def per_gpu(runs: pd.DataFrame, threshold: float = DEFAULT_OUTLIER_THRESHOLD) -> pd.DataFrame:
@@ -233,17 +233,17 @@ def per_gpu(runs: pd.DataFrame, threshold: float = DEFAULT_OUTLIER_THRESHOLD) ->
             "repetitions": len(ok),
             "failed": int((~group["status"].isin([_OK, _INVALID])).sum()),
             "invalid": int((group["status"] == _INVALID).sum()),
-            "images_per_sec_median": ok["images_per_sec"].median(),
+            "samples_per_sec_median": ok["samples_per_sec"].median(),
             "sm_clock_median_mhz": ok["sm_clock_median_mhz"].median(),
             "power_median_w": ok["mean_power_w"].median(),
             "temperature_median_c": ok["temperature_max_c"].median(),
             "temperature_max_c": ok["temperature_max_c"].max(),
-            "joules_per_image_median": ok["joules_per_image"].median(),
+            "joules_per_sample_median": ok["joules_per_sample"].median(),
         })
     gpus = pd.DataFrame(rows, columns=[c for c in GPU_COLUMNS if c not in ("vs_median_pct", "outlier")])
     gpus = gpus.astype({"repetitions": "int64", "failed": "int64", "invalid": "int64"})
-    middle = gpus.groupby("batch_size")["images_per_sec_median"].transform("median")
-    ratio = gpus["images_per_sec_median"] / middle - 1
+    middle = gpus.groupby("batch_size")["samples_per_sec_median"].transform("median")
+    ratio = gpus["samples_per_sec_median"] / middle - 1
     gpus["vs_median_pct"] = (ratio * 100).astype("float64")
     gpus["outlier"] = (ratio < -threshold).astype(bool)  # NaN (unmeasured) compares False
     gpus["batch_size"] = gpus["batch_size"].astype("int64")
@@ -260,11 +260,11 @@ def spread(values: pd.Series) -> dict[str, float]:
     n = len(values)
     if n == 0:
         nan = float("nan")
-        return {"n": 0, "images_per_sec_median": nan, "cv_pct": nan, "spread_pct": nan, "slowest_over_median": nan}
+        return {"n": 0, "samples_per_sec_median": nan, "cv_pct": nan, "spread_pct": nan, "slowest_over_median": nan}
     median = float(values.median())
     return {
         "n": n,
-        "images_per_sec_median": median,
+        "samples_per_sec_median": median,
         "cv_pct": float(values.std(ddof=1) / values.mean() * 100) if n >= 2 else float("nan"),
         "spread_pct": float((values.max() - values.min()) / median * 100),
         "slowest_over_median": float(values.min() / median),
@@ -280,10 +280,10 @@ def across(runs: pd.DataFrame, per_gpu_frame: pd.DataFrame) -> pd.DataFrame:
     for batch in batch_sizes:
         gpus = per_gpu_frame[per_gpu_frame["batch_size"] == batch]
         outliers = gpus.loc[gpus["outlier"].astype(bool), "gpu_index"]
-        rows.append({"batch_size": batch, "scope": SCOPE_GPUS, **spread(gpus["images_per_sec_median"]),
+        rows.append({"batch_size": batch, "scope": SCOPE_GPUS, **spread(gpus["samples_per_sec_median"]),
                      "outliers": ",".join(str(int(i)) for i in sorted(outliers))})
         rows.append({"batch_size": batch, "scope": SCOPE_RUNS,
-                     **spread(ok.loc[ok["batch_size"] == batch, "images_per_sec"]), "outliers": None})
+                     **spread(ok.loc[ok["batch_size"] == batch, "samples_per_sec"]), "outliers": None})
     return pd.DataFrame(rows, columns=list(ACROSS_COLUMNS)).astype({"batch_size": "int64", "n": "int64"})
 
 
@@ -417,16 +417,16 @@ def _gpu_line(row: Any) -> str:
     name = _SAFE.sub("?", str(row.name or "-"))[:24]
     notes = "".join(f" ({count} {what})" for count, what in ((row.failed, "failed"), (row.invalid, "invalid"))
                     if count)
-    return (f"{row.gpu_index:>4}  {name:<24} {row.repetitions:>4} {_text(row.images_per_sec_median, '.1f'):>10} "
+    return (f"{row.gpu_index:>4}  {name:<24} {row.repetitions:>4} {_text(row.samples_per_sec_median, '.1f'):>10} "
             f"{_text(row.vs_median_pct, '+.1f', '%'):>9} {_text(row.sm_clock_median_mhz, '.0f'):>7} "
-            f"{_text(row.power_median_w, '.1f'):>8} {_text(row.joules_per_image_median, '.4f'):>8}"
+            f"{_text(row.power_median_w, '.1f'):>8} {_text(row.joules_per_sample_median, '.4f'):>8}"
             f"{'  OUTLIER' if row.outlier else ''}{notes}")
 
 
 def _spread_line(row: Any) -> str:
     what = "GPUs' medians" if row.scope == SCOPE_GPUS else "all runs"
     outliers = f", outliers: GPU {row.outliers}" if row.scope == SCOPE_GPUS and row.outliers else ""
-    return (f"  across {what} (n={row.n}): median {_text(row.images_per_sec_median, '.1f')} images/s, "
+    return (f"  across {what} (n={row.n}): median {_text(row.samples_per_sec_median, '.1f')} images/s, "
             f"cv {_text(row.cv_pct, '.2f')}%, spread {_text(row.spread_pct, '.1f')}%, "
             f"slowest {_text(row.slowest_over_median, '.3f')} x median{outliers}")
 

@@ -22,11 +22,14 @@ from scipy.stats import mannwhitneyu
 
 from trainbench.config import float_problem
 from trainbench.errors import UsageError
+from trainbench.results import fields
 from trainbench.results.layout import ENV, STEPS, SUMMARY
 from trainbench.results.records import BatchResult
 from trainbench.results.store import read_summary
 
-COLUMNS = ["batch_size", "images_per_sec_a", "images_per_sec_b", "change_pct", "p_value", "significant", "sample"]
+RATE = fields.SAMPLES_PER_SEC  # what is compared; each window's own in WINDOWS
+WINDOWS = fields.WINDOW_SAMPLES_PER_SEC
+COLUMNS = ["batch_size", f"{RATE}_a", f"{RATE}_b", "change_pct", "p_value", "significant", "sample"]
 MIN_WINDOWS = 3  # with fewer, Mann-Whitney cannot reach p < 0.1 on windows alone
 # summary.json's header fields that change what is measured; "model" is compared field by field.
 SETTINGS = ("workload", "framework", "precision", "image_size", "device", "data", "warmup_steps", "timed_steps",
@@ -66,12 +69,12 @@ def _check_measured(path: Path, position: int, result: BatchResult) -> BatchResu
     """An ok result's images/s and windows' images/s, which compare divides and tests, are positive numbers."""
     where = f"results[{position}]"
     if result.ok:
-        _number(path, f"{where}.images_per_sec", result.values.get("images_per_sec"))
-        windows = result.values.get("window_images_per_sec") or []
+        _number(path, f"{where}.{RATE}", result.values.get(RATE))
+        windows = result.values.get(WINDOWS) or []
         if not isinstance(windows, list):
-            raise _bad(path, f"{where}.window_images_per_sec is not a list")
+            raise _bad(path, f"{where}.{WINDOWS} is not a list")
         for index, rate in enumerate(windows):
-            _number(path, f"{where}.window_images_per_sec[{index}]", rate)
+            _number(path, f"{where}.{WINDOWS}[{index}]", rate)
     return result
 
 
@@ -135,7 +138,7 @@ def setting_differences(run_a: Run, run_b: Run) -> list[tuple[str, Any, Any]]:
 
 
 def _p_value(a: BatchResult, b: BatchResult, steps_a: pd.Series, steps_b: pd.Series) -> tuple[float, str]:
-    windows_a, windows_b = a.get("window_images_per_sec") or [], b.get("window_images_per_sec") or []
+    windows_a, windows_b = a.get(WINDOWS) or [], b.get(WINDOWS) or []
     if min(len(windows_a), len(windows_b)) >= MIN_WINDOWS:
         return float(mannwhitneyu(windows_a, windows_b, alternative="two-sided").pvalue), "windows"
     if steps_a.empty or steps_b.empty:
@@ -144,7 +147,7 @@ def _p_value(a: BatchResult, b: BatchResult, steps_a: pd.Series, steps_b: pd.Ser
 
 
 def compare_loaded(run_a: Run, run_b: Run, alpha: float = 0.05) -> pd.DataFrame:
-    """One row per batch size measured successfully in both runs; change_pct is B's images/s over A's."""
+    """One row per batch size measured successfully in both runs; change_pct is B's samples/s over A's."""
     problem = float_problem(alpha, 0.0, 1.0, above=True, below=True)
     if problem is not None:
         raise UsageError(f"--alpha {problem}")
@@ -155,11 +158,11 @@ def compare_loaded(run_a: Run, run_b: Run, alpha: float = 0.05) -> pd.DataFrame:
             continue
         p_value, sample = _p_value(a, b, run_a.steps.loc[run_a.steps["batch_size"] == batch, "seconds"],
                                    run_b.steps.loc[run_b.steps["batch_size"] == batch, "seconds"])
-        rate_a, rate_b = a.values["images_per_sec"], b.values["images_per_sec"]
+        rate_a, rate_b = a.values[RATE], b.values[RATE]
         rows.append({
             "batch_size": batch,
-            "images_per_sec_a": rate_a,
-            "images_per_sec_b": rate_b,
+            f"{RATE}_a": rate_a,
+            f"{RATE}_b": rate_b,
             "change_pct": 100.0 * (rate_b / rate_a - 1.0),
             "p_value": p_value,
             "significant": bool(p_value < alpha),

@@ -10,7 +10,7 @@ import numpy as np
 from trainbench.bench.timing import Window
 
 
-def images_per_sec(batch_size: int, steps: int, window_s: float) -> float:
+def samples_per_sec(batch_size: int, steps: int, window_s: float) -> float:
     """Throughput of a window: all images processed over its wall time."""
     if window_s <= 0:
         raise ValueError(f"window must last a positive time, got {window_s}")
@@ -27,20 +27,20 @@ def summarize(batch_size: int, window: Window) -> dict[str, Any]:
 
 
 def summarize_windows(batch_size: int, windows: Sequence[Window]) -> dict[str, Any]:
-    """The result fields of one batch size measured in one or more back-to-back windows: images_per_sec over all of
+    """The result fields of one batch size measured in one or more back-to-back windows: samples_per_sec over all of
     them together (all timed images / all timed wall time), the spread of the windows' own images/s, and the
     step-time statistics over every timed step."""
     steps = np.concatenate([np.asarray(w.step_s, dtype=np.float64) for w in windows])
     p10, median, p90 = np.percentile(steps, [10, 50, 90])
     window_s = float(sum(w.window_s for w in windows))
-    rates = [images_per_sec(batch_size, len(w.step_s), w.window_s) for w in windows]
+    rates = [samples_per_sec(batch_size, len(w.step_s), w.window_s) for w in windows]
     return {
-        "images_per_sec": images_per_sec(batch_size, len(steps), window_s),
+        "samples_per_sec": samples_per_sec(batch_size, len(steps), window_s),
         "windows": len(windows),
-        "images_per_sec_median": float(np.median(rates)),
-        "images_per_sec_min": min(rates),
-        "images_per_sec_max": max(rates),
-        "window_images_per_sec": rates,
+        "samples_per_sec_median": float(np.median(rates)),
+        "samples_per_sec_min": min(rates),
+        "samples_per_sec_max": max(rates),
+        "window_samples_per_sec": rates,
         "step_time_median_s": float(median),
         "step_time_p10_s": float(p10),
         "step_time_p90_s": float(p90),

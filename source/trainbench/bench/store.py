@@ -9,47 +9,50 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from trainbench.results import fields
 from trainbench.results.files import append_csv
 from trainbench.results.layout import STEPS
 from trainbench.results.records import BatchResult
 from trainbench.results.store import RunStore
-from trainbench.telemetry.schema import GPU_TELEMETRY, TELEMETRY_VALUES
 
-MEASURED_FIELDS: tuple[str, ...] = (
-    "images_per_sec",
-    "windows",  # timed windows (--repeats); the three below are the spread of their own images/s
-    "images_per_sec_median",
-    "images_per_sec_min",
-    "images_per_sec_max",
-    "input_images_per_sec",  # --data runs only: the input pipeline alone (see trainbench.bench.input_bench)
-    "input_bound",  # --data runs only: input_images_per_sec < 1.1 x images_per_sec
-    "step_time_median_s",
-    "step_time_p10_s",
-    "step_time_p90_s",
-    "step_time_mad_s",
-    "window_s",
-    "timed_steps",
-    "warmup_steps",
-    "world_size",  # processes that measured together (--gpus x --nodes); None: one
-    "compile_s",  # torch --compile / --cuda-graph: compiling or capturing the step, before and outside every window
-    *TELEMETRY_VALUES,  # GPU energy, power, clocks, throttling over the timed windows (see trainbench.telemetry)
-)
-RESULT_FIELDS: tuple[str, ...] = ("batch_size", "status", *MEASURED_FIELDS, "error")  # summary.csv's columns
-# nested: summary.json only
-JSON_ONLY_FIELDS: tuple[str, ...] = ("gpus_at_window_end", "window_images_per_sec", GPU_TELEMETRY, "ranks")
 STEP_FIELDS: tuple[str, ...] = ("batch_size", "phase", "step", "seconds")
+
+
+def measured_fields() -> tuple[str, ...]:
+    """summary.csv's value columns, in order: every field the registry writes there (``results.fields``)."""
+    return fields.written_to(fields.Where.SUMMARY_CSV)
+
+
+def result_fields() -> tuple[str, ...]:
+    """summary.csv's columns."""
+    return ("batch_size", "status", *measured_fields(), "error")
+
+
+def json_only_fields() -> tuple[str, ...]:
+    """Lists and objects: summary.json only."""
+    return tuple(name for name in fields.written_to(fields.Where.SUMMARY_JSON) if name not in measured_fields())
+
+
+# As the registry declares them when this module is imported (a registry extended later: the functions above).
+MEASURED_FIELDS: tuple[str, ...] = measured_fields()
+RESULT_FIELDS: tuple[str, ...] = result_fields()
+JSON_ONLY_FIELDS: tuple[str, ...] = json_only_fields()
 
 
 class ThroughputRun(RunStore):
     """The files of one throughput sweep: summary.json/.csv, steps.csv, env.json, logs/."""
 
     def __init__(self, path: Path, header: dict[str, Any]) -> None:
-        super().__init__(path, header, RESULT_FIELDS)
+        super().__init__(path, header, result_fields())
 
     def add(self, result: BatchResult, warmup_s: Sequence[float] = (), step_s: Sequence[float] = ()) -> None:
         """Record one batch size's result (any status; every field present, None where not measured) and its
-        per-step times."""
-        values = {name: result.values.get(name) for name in MEASURED_FIELDS + JSON_ONLY_FIELDS}
+        per-step times. A value that no field of the registry declares is a ValueError naming it: it would
+        otherwise be lost without a word."""
+        if unknown := fields.unknown(result.values):
+            raise ValueError(f"batch {result.batch_size}: {', '.join(unknown)} is no result field (declare it in "
+                             "trainbench.results.fields)")
+        values = {name: result.values.get(name) for name in fields.written_to(fields.Where.SUMMARY_JSON)}
         rows = [
             {"batch_size": result.batch_size, "phase": phase, "step": i, "seconds": seconds}
             for phase, times in (("warmup", warmup_s), ("timed", step_s))

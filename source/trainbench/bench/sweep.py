@@ -156,7 +156,7 @@ def run_sweep(
         versions = versions or outcome.versions
         result = outcome.result
         if result.ok:
-            echo(f"batch size {config.batch_size}: {result.values['images_per_sec']:.2f} images/s")
+            echo(f"batch size {config.batch_size}: {result.values['samples_per_sec']:.2f} images/s")
         else:
             echo(f"batch size {config.batch_size}: {result.status}: {result.error}")
     return versions

@@ -150,15 +150,15 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
               "compile_s": compile_s,
               **telemetry.values([window.window_s for window in windows], images)}
     if pipeline_rate is not None:
-        values["input_images_per_sec"] = pipeline_rate
-        values["input_bound"] = is_input_bound(pipeline_rate, values["images_per_sec"])
-    print(f"batch {config.batch_size}: {values['images_per_sec']:.2f} images/s{_energy_text(values)}", flush=True)
+        values["input_samples_per_sec"] = pipeline_rate
+        values["input_bound"] = is_input_bound(pipeline_rate, values["samples_per_sec"])
+    print(f"batch {config.batch_size}: {values['samples_per_sec']:.2f} images/s{_energy_text(values)}", flush=True)
     return Measurement(BatchResult(config.batch_size, Status.OK, None, values), list(windows[0].warmup_s),
                        [seconds for window in windows for seconds in window.step_s])
 
 
 def _energy_text(values: dict[str, Any]) -> str:
-    joules = values.get("joules_per_image")
+    joules = values.get("joules_per_sample")
     return f", {joules:.3f} J/image at {values['mean_power_w']:.0f} W" if joules is not None else ""
 
 

@@ -22,31 +22,31 @@ pandas, no cleaning needed). Columns, in order:
   ``image_size``, ``data``, ``xla``...): the run's values (the union over runs; empty where a run lacks one).
 - ``batch_size``; ``window``: the timed window (0, 1... with ``windows: N``), empty for a batch size with no
   measurement (a failure: one row) and for a profiled one.
-- ``window_images_per_sec``: that window's own images/s; ``images_per_sec``: over all windows of the batch size
-  together (all timed images / all timed time), repeated on each of its rows.
-- ``step_time_median_s``, ``step_time_p10_s``, ``step_time_p90_s``, ``step_time_mad_s`` (over every timed step of
-  the batch size), ``timed_steps``, ``warmup_steps``, ``input_images_per_sec`` and ``input_bound`` (real data only).
 - ``status`` (ok, oom, error, interrupted, invalid), ``error`` (why it failed, or a warning on an ok result).
-  ``invalid``: the run recorded it ok but a measured value (images/s, a time, energy...) is NaN, infinite, negative
-  or not a number; ``error`` names the file and the field (``results.store.read_summary``), and such values are left
-  empty in the row so that every numeric column stays numeric.
+  ``invalid``: the run recorded it ok but a measured value (samples/s, a time, energy...) is NaN, infinite,
+  negative or not a number; ``error`` names the file and the field (``results.store.read_summary``), and such values
+  are left empty in the row so that every numeric column stays numeric.
 - ``return_code`` (from the folder's name: 0 when every batch size was measured) and ``run_folder`` (its name).
-- A profiled run (a ``profiler`` other than none) has one row per batch size, its images columns empty (images/s
-  under a profiler are no throughput), and its profile record's values (``profiled_iterations``,
-  ``profiled_images_per_sec``, ``window_s``, the profiler's own summary columns...) in extra columns after all
+- Then every result field that ``results.fields`` writes to results.csv, in the registry's order:
+  ``samples_per_sec`` (over all windows of the batch size together, repeated on each of its rows),
+  ``window_samples_per_sec`` (that window's own samples/s), the input pipeline's rate, the step times and counts,
+  ``compile_s`` and the GPU telemetry (the same on each window's row); see the registry for each one's meaning.
+- A profiled run (a ``profiler`` other than none) has one row per batch size, its samples/s columns empty
+  (samples/s under a profiler are no throughput), and its profile record's values (``profiled_iterations``,
+  ``profiled_samples_per_sec``, ``window_s``, the profiler's own summary columns...) in extra columns after all
   the others, in the order first seen.
 
 A run folder that cannot be read (a bad ``campaign_run.json``, an unreadable summary) is one row with status
 ``error`` and the problem, naming the file, in ``error``; the table is built anyway.
 
-``COLUMNS`` is the one list of the fixed columns (the axis columns go after ``config``): a column added later is
-appended to it, so that existing columns keep their places.
+``columns()`` is the one list of the fixed columns (the axis columns go after ``config``), derived from the
+registry: a field added there is appended, so that existing columns keep their places.
 
 The summary (``trainbench campaign summary DIR``) has one row per configuration (config and batch size) over its
 repetitions: ``runs`` (repetitions with a result), ``ok``, ``invalid`` (results left out as above), the median, min
-and max of the ok repetitions' images_per_sec, ``spread_pct`` ((max - min) / median x 100) and ``cv_pct``
+and max of the ok repetitions' samples_per_sec, ``spread_pct`` ((max - min) / median x 100) and ``cv_pct``
 (standard deviation / mean x 100, ddof 1: empty with one repetition) and, when the matrix has a ``gpus`` axis,
-``scaling_efficiency``: the median images/s with N processes over N times the median of the same configuration
+``scaling_efficiency``: the median samples/s with N processes over N times the median of the same configuration
 (every other axis equal) with 1. Invalid results never enter a statistic; the text's closing line counts them apart
 from the failed ones and names each.
 """
@@ -66,6 +66,7 @@ import pandas as pd
 from trainbench.campaign.matrix import AXES, NO_PROFILER
 from trainbench.errors import UsageError
 from trainbench.report.table import aligned
+from trainbench.results import fields
 from trainbench.results.files import write_text_atomic
 from trainbench.results.layout import (
     CAMPAIGN,
@@ -79,40 +80,31 @@ from trainbench.results.layout import (
 )
 from trainbench.results.records import BatchResult, RecordError, Status, format_of, is_measured, is_measurement
 from trainbench.results.store import read_summary
-from trainbench.telemetry.schema import TELEMETRY_VALUES
 
 AXES_AFTER = "config"  # the axis columns are inserted after this one
-COLUMNS: tuple[str, ...] = (
-    "run",
-    "repetition",
-    "experiment",
-    "config",
-    "batch_size",
-    "window",
-    "window_images_per_sec",
-    "images_per_sec",
-    "step_time_median_s",
-    "step_time_p10_s",
-    "step_time_p90_s",
-    "step_time_mad_s",
-    "timed_steps",
-    "warmup_steps",
-    "input_images_per_sec",
-    "input_bound",
-    "status",
-    "error",
-    "return_code",
-    "run_folder",
-    *TELEMETRY_VALUES,  # GPU energy, power, clocks over all the batch size's windows: the same on each window's row
-    "compile_s",  # torch --compile / --cuda-graph: before and outside every window
-    # a fixed column added later goes here, after all the others
-)
-# A result's values copied as they are (the per-window and over-all images/s are set row by row).
-RESULT_VALUES = ("images_per_sec", "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "step_time_mad_s",
-                 "timed_steps", "warmup_steps", "input_images_per_sec", "input_bound", *TELEMETRY_VALUES, "compile_s")
-IMAGES_COLUMNS = ("window_images_per_sec", "images_per_sec")  # left empty on a profiled run's rows
+# Which run, batch size and window a row holds, and how it ended; the result fields (``results.fields``) follow.
+RUN_COLUMNS: tuple[str, ...] = ("run", "repetition", "experiment", "config", "batch_size", "window", "status",
+                                "error", "return_code", "run_folder")
+RATE_COLUMNS = (fields.WINDOW_SAMPLES_PER_SEC, fields.SAMPLES_PER_SEC)  # left empty on a profiled run's rows
 
-STATISTICS = ("images_per_sec_median", "images_per_sec_min", "images_per_sec_max", "spread_pct", "cv_pct")
+
+def result_values() -> tuple[str, ...]:
+    """A result's values copied as they are (the per-window samples/s is set row by row): every field the registry
+    writes to results.csv, in its order."""
+    return tuple(name for name in fields.written_to(fields.Where.RESULTS_CSV) if name != fields.WINDOW_SAMPLES_PER_SEC)
+
+
+def columns() -> tuple[str, ...]:
+    """The fixed columns, in order (the axis columns go after ``config``): a field added to the registry is appended,
+    so that existing columns keep their places."""
+    return (*RUN_COLUMNS, *fields.written_to(fields.Where.RESULTS_CSV))
+
+
+# As the registry declares them when this module is imported (a registry extended later: the functions above).
+COLUMNS: tuple[str, ...] = columns()
+RESULT_VALUES: tuple[str, ...] = result_values()
+
+STATISTICS = ("samples_per_sec_median", "samples_per_sec_min", "samples_per_sec_max", "spread_pct", "cv_pct")
 SUMMARY_COLUMNS = ("config", "batch_size", "runs", "ok", "invalid", *STATISTICS, "scaling_efficiency")
 
 # run_<repetition>_<config>_ret_<return code>; the config string never holds "_ret_<digits>" at its end
@@ -251,12 +243,12 @@ def _cell(value: Any) -> Any:
 
 
 def _window_rates(result: BatchResult) -> list[Any]:
-    """Each timed window's images/s: the stored list, or the one window's when there is no list; none (a
+    """Each timed window's samples/s: the stored list, or the one window's when there is no list; none (a
     failure) when nothing was measured."""
-    rates = result.values.get("window_images_per_sec")
+    rates = result.values.get(fields.WINDOW_SAMPLES_PER_SEC)
     if isinstance(rates, list) and rates:
         return rates
-    overall = result.values.get("images_per_sec")
+    overall = result.values.get(fields.SAMPLES_PER_SEC)
     return [] if overall is None else [overall]
 
 
@@ -280,23 +272,24 @@ def _cleared(result: BatchResult) -> BatchResult:
 def throughput_rows(result: BatchResult) -> list[Row]:
     """One row per timed window of a batch size, or one row with no window when it has no measurement."""
     result = _cleared(result)
-    common: Row = {"batch_size": result.batch_size, **{name: _cell(result.values.get(name)) for name in RESULT_VALUES},
+    common: Row = {"batch_size": result.batch_size,
+                   **{name: _cell(result.values.get(name)) for name in result_values()},
                    "status": result.status.value, "error": result.error}
     rates = _window_rates(result)
     if not rates:
         return [common]
-    return [{**common, "window": i, "window_images_per_sec": rate} for i, rate in enumerate(rates)]
+    return [{**common, "window": i, fields.WINDOW_SAMPLES_PER_SEC: rate} for i, rate in enumerate(rates)]
 
 
 def _profile_column(name: str) -> bool:
-    """Whether a profile record's value has a column: its own, or a measured one (never a run's, nor images/s)."""
-    if name in IMAGES_COLUMNS or name in AXES:
+    """Whether a profile record's value has a column: its own, or a measured one (never a run's, nor samples/s)."""
+    if name in RATE_COLUMNS or name in AXES:
         return False
-    return name not in COLUMNS or name in RESULT_VALUES
+    return name not in columns() or name in result_values()
 
 
 def profile_row(result: BatchResult) -> Row:
-    """One row per batch size: its record's values, except images/s (under a profiler: no throughput) and those
+    """One row per batch size: its record's values, except samples/s (under a profiler: no throughput) and those
     naming an axis (the profiler: the run's own value)."""
     result = _cleared(result)
     values = {name: _cell(value) for name, value in result.values.items() if _profile_column(name)}
@@ -360,10 +353,11 @@ def _axis_columns(infos: Iterable[RunInfo | None]) -> list[str]:
 def _columns(rows: Sequence[Row], axes: Sequence[str]) -> list[str]:
     """COLUMNS with the axis columns after ``config`` and a profiled run's extra columns at the end (in the order
     first seen)."""
-    known = {*COLUMNS, *axes}
+    fixed = columns()
+    known = {*fixed, *axes}
     extra = dict.fromkeys(name for row in rows for name in row if name not in known)
-    at = COLUMNS.index(AXES_AFTER) + 1
-    return [*COLUMNS[:at], *axes, *COLUMNS[at:], *extra]
+    at = fixed.index(AXES_AFTER) + 1
+    return [*fixed[:at], *axes, *fixed[at:], *extra]
 
 
 def _series(values: Sequence[Any]) -> pd.Series:
@@ -459,10 +453,10 @@ def write_campaign_table(campaign_dir: Path) -> Path:
 
 
 def _kinds(group: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """Which rows are ok and which invalid. An ok row of results.csv read back whose images/s is present but no
+    """Which rows are ok and which invalid. An ok row of results.csv read back whose samples/s is present but no
     measurement (infinite, negative, a text: a table edited by hand) is invalid too."""
     status = group["status"].astype("object")
-    raw = group["images_per_sec"] if "images_per_sec" in group.columns else pd.Series(math.nan, index=group.index)
+    raw = group["samples_per_sec"] if "samples_per_sec" in group.columns else pd.Series(math.nan, index=group.index)
     rate = pd.to_numeric(raw, errors="coerce").astype("float64")
     no_measurement = raw.notna() & ~(rate.abs().lt(math.inf) & rate.ge(0))
     ok = status.eq(Status.OK.value)
@@ -470,7 +464,7 @@ def _kinds(group: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
 
 
 def _rates(group: pd.DataFrame, ok: pd.Series) -> pd.Series:
-    return pd.to_numeric(group.loc[ok, "images_per_sec"], errors="coerce").astype("float64").dropna()
+    return pd.to_numeric(group.loc[ok, "samples_per_sec"], errors="coerce").astype("float64").dropna()
 
 
 def _statistics(rates: pd.Series) -> dict[str, float]:
@@ -478,7 +472,7 @@ def _statistics(rates: pd.Series) -> dict[str, float]:
         return {name: math.nan for name in STATISTICS}
     median, low, high = float(rates.median()), float(rates.min()), float(rates.max())
     cv = float(rates.std(ddof=1) / rates.mean() * 100) if len(rates) > 1 else math.nan
-    return {"images_per_sec_median": median, "images_per_sec_min": low, "images_per_sec_max": high,
+    return {"samples_per_sec_median": median, "samples_per_sec_min": low, "samples_per_sec_max": high,
             "spread_pct": (high - low) / median * 100 if median else math.nan, "cv_pct": cv}
 
 
@@ -491,7 +485,7 @@ def _group_order(group: pd.DataFrame, batch_size: Any) -> tuple[float, float]:
 def campaign_summary(table: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration (config and batch size) over its repetitions: see the module's docstring. Works on
     campaign_table's frame and on results.csv read back."""
-    # one row per run x batch size: the window rows repeat the batch size's images_per_sec
+    # one row per run x batch size: the window rows repeat the batch size's samples_per_sec
     results = table.drop_duplicates(["run_folder", "batch_size"])
     groups = []
     others = [axis for axis in AXES if axis in results.columns and axis != "gpus"]
@@ -511,11 +505,11 @@ def campaign_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _scaling_efficiency(groups: list[tuple[Any, dict[str, Any], Any, int | None]]) -> None:
-    """Each row's images/s with N processes over N x the same setting's with 1 (None without a 1-process row)."""
-    single = {setting: row["images_per_sec_median"] for _, row, setting, gpus in groups if gpus == 1}
+    """Each row's samples/s with N processes over N x the same setting's with 1 (None without a 1-process row)."""
+    single = {setting: row["samples_per_sec_median"] for _, row, setting, gpus in groups if gpus == 1}
     for _, row, setting, gpus in groups:
         reference = single.get(setting)
-        measured = row["images_per_sec_median"]
+        measured = row["samples_per_sec_median"]
         row["scaling_efficiency"] = (measured / (gpus * reference) if gpus is not None and reference
                                      and not pd.isna(reference) and not pd.isna(measured) else None)
 
@@ -528,12 +522,12 @@ def _summary_cells(row: pd.Series) -> tuple[str, ...]:
     batch = "" if pd.isna(row["batch_size"]) else str(int(row["batch_size"]))
     failed = row["runs"] - row["ok"] - row["invalid"]
     return (str(row["config"]), batch, str(row["runs"]), str(row["ok"]), str(failed), str(row["invalid"]),
-            _number(row["images_per_sec_median"], 2), _number(row["images_per_sec_min"], 2),
-            _number(row["images_per_sec_max"], 2), _number(row["spread_pct"], 1), _number(row["cv_pct"], 1),
+            _number(row["samples_per_sec_median"], 2), _number(row["samples_per_sec_min"], 2),
+            _number(row["samples_per_sec_max"], 2), _number(row["spread_pct"], 1), _number(row["cv_pct"], 1),
             _number(row["scaling_efficiency"], 3))
 
 
-SUMMARY_HEADER = ("config", "batch", "runs", "ok", "failed", "invalid", "median images/s", "min", "max", "spread %",
+SUMMARY_HEADER = ("config", "batch", "runs", "ok", "failed", "invalid", "median samples/s", "min", "max", "spread %",
                   "CV %", "scaling")
 
 
@@ -543,7 +537,7 @@ def invalid_errors(table: pd.DataFrame) -> list[str]:
         return []
     results = table.drop_duplicates(["run_folder", "batch_size"])
     _, invalid = _kinds(results)
-    return [str(error) if isinstance(error, str) and error else f"{folder}: batch size {batch}: images_per_sec is "
+    return [str(error) if isinstance(error, str) and error else f"{folder}: batch size {batch}: samples_per_sec is "
             "no measurement" for folder, batch, error in results.loc[invalid, ["run_folder", "batch_size", "error"]]
             .itertuples(index=False)]
 

@@ -37,6 +37,6 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for row in table.itertuples():
         verdict = "significant" if row.significant else "not significant"
-        print(f"batch {row.batch_size}: {row.images_per_sec_a:.2f} -> {row.images_per_sec_b:.2f} images/s "
+        print(f"batch {row.batch_size}: {row.samples_per_sec_a:.2f} -> {row.samples_per_sec_b:.2f} images/s "
               f"({row.change_pct:+.1f} %), p = {row.p_value:.3g} over {row.sample}: {verdict}")
     return 0

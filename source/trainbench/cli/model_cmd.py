@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from trainbench.analysis import measurements
-from trainbench.analysis.measurements import METRICS, PARAMETERS
+from trainbench.analysis.measurements import METRIC_ALIASES, METRICS, PARAMETERS
 from trainbench.analysis.perf_models import MIN_POINTS, Model, check, curve, fit, measured, point_text, split_out
 from trainbench.cli.options import names, path_text
 from trainbench.config import MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_PROCESSES
@@ -27,9 +27,10 @@ LARGEST = {"batch_size": MAX_BATCH_SIZE, "gpus": MAX_PROCESSES * MAX_PROCESSES, 
 DEFAULT_METRICS = ("step_time", "gpu_time")
 
 
-def _choices(allowed: tuple[str, ...], what: str) -> Callable[[str], tuple[str, ...]]:
+def _choices(allowed: tuple[str, ...], what: str,
+             aliases: dict[str, str] | None = None) -> Callable[[str], tuple[str, ...]]:
     def parse(text: str) -> tuple[str, ...]:
-        chosen = names(text)
+        chosen = tuple((aliases or {}).get(name, name) for name in names(text))
         unknown = [name for name in chosen if name not in allowed]
         if unknown:
             raise argparse.ArgumentTypeError(f"unknown {what} {unknown[0]!r}: choose from {', '.join(allowed)}")
@@ -86,7 +87,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="run folders, folders of runs, campaign folders, nsys profile folders")
     parser.add_argument("--param", action=_Once, type=_choices(PARAMETERS, "parameter"), default=("batch_size",),
                         help=f"the model's parameters, from {', '.join(PARAMETERS)} (default batch_size)")
-    parser.add_argument("--metric", action=_Once, type=_choices(tuple(METRICS), "metric"), default=DEFAULT_METRICS,
+    parser.add_argument("--metric", action=_Once, type=_choices(tuple(METRICS), "metric", METRIC_ALIASES),
+                        default=DEFAULT_METRICS,
                         help=f"what is modelled, from {', '.join(METRICS)} (default: step_time of throughput runs, "
                         "gpu_time of nsys profiles)")
     parser.add_argument("--predict", type=point, action="append", default=[], metavar="PARAM=VALUE[,...]",

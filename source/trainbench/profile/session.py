@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from trainbench.bench.stats import images_per_sec
+from trainbench.bench.stats import samples_per_sec
 from trainbench.config import FRAMEWORK_PROFILERS, BenchConfig, ProfileConfig, profiler_problem
 from trainbench.engines.base import StepRunner
 from trainbench.engines.capabilities import capabilities_of
@@ -49,6 +49,6 @@ def profile_run(config: BenchConfig, runner: StepRunner) -> BatchResult:
         "profiler": window.tool,
         "profiled_iterations": recorder.iterations,
         # Timed with a profiler attached: how long the window took, never a throughput to compare.
-        "profiled_images_per_sec": images_per_sec(runner.images_per_step, len(timing.step_s), timing.window_s),
+        "profiled_samples_per_sec": samples_per_sec(runner.images_per_step, len(timing.step_s), timing.window_s),
         "window_s": timing.window_s,
     })

@@ -108,5 +108,5 @@ def plot_against_batch_size(lines: Mapping[str, tuple[Results, str]], path: Path
 
 def plot_throughput(series: Mapping[str, Results], path: Path, title: str) -> None:
     """images/s against batch size, one line per labelled sweep."""
-    lines = {label: (results, "images_per_sec") for label, results in series.items()}
+    lines = {label: (results, "samples_per_sec") for label, results in series.items()}
     plot_against_batch_size(lines, path, title, "images/s (images / timed window)")

@@ -27,10 +27,11 @@ from trainbench.report.found import (
 from trainbench.report.page import Section, cell_text, figure_image, frame_table, heading, image, paragraph, table
 from trainbench.report.plot import batch_size_figure, drawn_lines
 from trainbench.report.telemetry_plot import telemetry_figure
+from trainbench.results import fields
 from trainbench.results.header import RunHeader, Timing
 from trainbench.results.layout import MODEL_PLOT
 from trainbench.results.records import Status
-from trainbench.telemetry.schema import TELEMETRY_DIR
+from trainbench.telemetry.schema import TELEMETRY_DIR, telemetry_values
 
 TOP_KERNELS = 10  # rows of a top-kernel table
 FIGURE_WIDTH = 10.0  # inches: the page's figures, with their legend beside the axes
@@ -171,17 +172,17 @@ def environment_section(data: ReportData) -> Section:
 
 # --- throughput, failures, input ------------------------------------------------------------------------------
 
-_THROUGHPUT = ("batch_size", "status", "images_per_sec", "images_per_sec_median", "images_per_sec_min",
-               "images_per_sec_max", "windows", "step_time_median_s", "step_time_p10_s", "step_time_p90_s",
-               "step_time_mad_s", "timed_steps", "warmup_steps", "world_size", "input_images_per_sec", "input_bound",
-               "compile_s")
+def throughput_columns() -> tuple[str, ...]:
+    """Every field a run's summary.csv holds, apart from the telemetry (its own section)."""
+    return ("batch_size", "status", *(name for name in fields.written_to(fields.Where.SUMMARY_CSV)
+                                      if name not in telemetry_values()))
 
 
 def throughput_figure(runs: Sequence[Run]) -> str:
-    lines = {label: (run.rows, "images_per_sec") for label, run in zip(unique_labels(runs), runs, strict=True)}
+    lines = {label: (run.rows, "samples_per_sec") for label, run in zip(unique_labels(runs), runs, strict=True)}
     picture = figure_image(lambda: batch_size_figure(
         lines, "ResNet-50 training throughput (bars: slowest to fastest window)", "images/s (images / timed window)",
-        spread=("images_per_sec_min", "images_per_sec_max"), width=FIGURE_WIDTH), "images/s against batch size")
+        spread=("samples_per_sec_min", "samples_per_sec_max"), width=FIGURE_WIDTH), "images/s against batch size")
     return capped_note(len(lines), "runs", "its table below") + picture
 
 
@@ -198,7 +199,7 @@ def throughput_section(data: ReportData) -> Section:
     title = "Throughput against batch size"
     if not data.runs:
         return absent("throughput", title, "No throughput run (summary.json) in the folders given.")
-    parts = [paragraph("images_per_sec: all timed images / all timed wall time (warm-up excluded); its median, min "
+    parts = [paragraph("samples_per_sec: all timed samples / all timed wall time (warm-up excluded); its median, min "
                        "and max over the timed windows (--repeats) show the spread; step times over every timed step. "
                        "Failed batch sizes are shaded, with their reasons under Failed batch sizes; an invalid result "
                        "(a rate or time that is no measurement) is shaded too and left out of the figure; its run is "
@@ -208,7 +209,7 @@ def throughput_section(data: ReportData) -> Section:
         timing = RunHeader.read(run.header).timing or Timing()
         steps = f"{timing.warmup_steps} warm-up + {timing.timed_steps} timed steps per window"
         parts += [heading(titled(run)), paragraph(steps, "note"),
-                  rows_table(_THROUGHPUT, run.rows, ("batch_size", "status")),
+                  rows_table(throughput_columns(), run.rows, ("batch_size", "status")),
                   left_out_note([str(row.get("error")) for row in run.invalid_rows()], "invalid result{s} (shaded)",
                                 "the figure, and the run out of the comparisons")]
     return Section("throughput", title, "".join(parts))
@@ -281,13 +282,13 @@ def invalid_section(data: ReportData) -> Section:
 
 def input_section(data: ReportData) -> Section:
     title = "Input-bound verdicts"
-    rows = [(titled(run), row["batch_size"], row.get("images_per_sec"), row.get("input_images_per_sec"),
+    rows = [(titled(run), row["batch_size"], row.get("samples_per_sec"), row.get("input_samples_per_sec"),
              row.get("input_bound")) for run in data.runs for row in run.rows
-            if row.get("input_images_per_sec") is not None and not is_invalid(row)]
+            if row.get("input_samples_per_sec") is not None and not is_invalid(row)]
     rows += [(f"campaign {campaign.path.name}: {row.get('run_folder')}", row.get("batch_size"),
-              row.get("images_per_sec"), row.get("input_images_per_sec"), row.get("input_bound"))
+              row.get("samples_per_sec"), row.get("input_samples_per_sec"), row.get("input_bound"))
              for campaign in data.campaigns for row in _campaign_rows(campaign)
-             if row.get("input_images_per_sec") is not None and not is_invalid(row)]
+             if row.get("input_samples_per_sec") is not None and not is_invalid(row)]
     if not rows:
         return absent("input", title, "No run on real data (--data): the input pipeline was not measured alone, so "
                       "there is nothing to judge.")
@@ -309,8 +310,8 @@ def _summary_lines(summary: pd.DataFrame) -> dict[str, tuple[list[dict[str, Any]
             continue
         point = {"batch_size": int(row["batch_size"]), "status": "ok" if row["ok"] else "error",
                  **{name: None if _missing(row[name]) else row[name] for name in
-                    ("images_per_sec_median", "images_per_sec_min", "images_per_sec_max")}}
-        lines.setdefault(str(row["config"]), ([], "images_per_sec_median"))[0].append(point)
+                    ("samples_per_sec_median", "samples_per_sec_min", "samples_per_sec_max")}}
+        lines.setdefault(str(row["config"]), ([], "samples_per_sec_median"))[0].append(point)
     return lines
 
 
@@ -337,7 +338,7 @@ def campaign_part(campaign: Campaign) -> str:
     if lines:
         parts += [capped_note(len(lines), "configurations", "the table above"), figure_image(
             lambda: batch_size_figure(lines, f"campaign {campaign.path.name}: median over repetitions (bars: min-max)",
-                                      "images/s", spread=("images_per_sec_min", "images_per_sec_max"),
+                                      "images/s", spread=("samples_per_sec_min", "samples_per_sec_max"),
                                       width=FIGURE_WIDTH), "campaign images/s against batch size")]
     return "".join(parts)
 
@@ -351,11 +352,6 @@ def campaigns_section(data: ReportData) -> Section:
 
 # --- telemetry ------------------------------------------------------------------------------------------------
 
-_TELEMETRY = ("batch_size", "energy_j", "joules_per_image", "images_per_joule", "mean_power_w", "sampled_power_w",
-              "sm_clock_median_mhz", "temperature_max_c", "throttle_power_fraction", "throttle_thermal_fraction",
-              "telemetry_samples", "telemetry_note")
-
-
 def _run_telemetry(run: Run) -> str:
     measured = [row for row in run.rows if row.get("energy_j") is not None or row.get("telemetry_samples")]
     picture = figure_image(lambda: telemetry_figure(run.path / TELEMETRY_DIR, f"GPU telemetry: {run_label(run)}"),
@@ -364,7 +360,7 @@ def _run_telemetry(run: Run) -> str:
         return ""
     parts = [heading(titled(run))]
     if measured:
-        parts.append(rows_table(_TELEMETRY, measured))
+        parts.append(rows_table(("batch_size", *telemetry_values()), measured))
     parts.append(picture)
     parts.append(left_out_note(run.left_out, "column{s} with values that are no reading", "the figure"))
     return "".join(parts)
@@ -374,7 +370,8 @@ def _campaign_telemetry(campaign: Campaign) -> str:
     rows = [row for row in _campaign_rows(campaign) if row.get("energy_j") is not None]
     if not rows:
         return ""
-    columns = ["run_folder", "config", *(name for name in _TELEMETRY if name != "telemetry_note")]
+    columns = ["run_folder", "config", "batch_size",
+               *(name for name in telemetry_values() if name != "telemetry_note")]
     return heading(f"campaign {campaign.path.name}") + rows_table(columns, rows, ("run_folder", "batch_size"))
 
 
@@ -397,7 +394,7 @@ def telemetry_section(data: ReportData) -> Section:
 _COREUTIL = ("batch_size", "status", "kernels", "fma", "fp16", "tensor", "sfu", "profiled_iterations")
 _TIMELINE = ("batch_size", "status", "gpu_busy_fraction", "window_ms", "steps", "step_gpu_ms_median", "memcpy_ms",
              "kernels", "top_kernel", "profiled_iterations")
-_FRAMEWORK = ("batch_size", "status", "profiled_iterations", "profiled_images_per_sec", "trace", "top_operator")
+_FRAMEWORK = ("batch_size", "status", "profiled_iterations", "profiled_samples_per_sec", "trace", "top_operator")
 _COREUTIL_TOOLS, _TIMELINE_TOOLS, _FRAMEWORK_TOOLS = ("ncu",), ("nsys", "nvprof"), FRAMEWORK_PROFILERS
 
 

@@ -5,51 +5,64 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from trainbench.results import fields
+from trainbench.results.fields import Field, Group
 from trainbench.results.records import Status
 
-COLUMNS = ("batch", "status", "images/s", "step median ms", "p10 ms", "p90 ms", "MAD ms", "steps")
-INPUT_COLUMNS = ("input images/s", "input-bound")  # only for runs on real data
-WINDOW_COLUMNS = ("windows", "min images/s", "max images/s")  # only for runs with --repeats
+LEAD_COLUMNS = ("batch", "status")
+ALWAYS = (Group.THROUGHPUT, Group.TIMING)  # shown on every table; the spread only with more than one window
+# The console's column groups, in order; a field of any other group is shown when some row holds a value for it.
+ORDER = (*ALWAYS, Group.SPREAD, Group.INPUT)
 
 
-def _ms(value: float | None) -> str:
-    return "" if value is None else f"{value * 1000:.2f}"
+def console_fields() -> list[Field]:
+    """The fields with a console header (``Field.console``), grouped in ``ORDER``, registry order within a group."""
+    named = [f for f in fields.FIELDS if f.console]
+    rank = {group: i for i, group in enumerate(ORDER)}
+    return sorted(named, key=lambda f: rank.get(f.group, len(ORDER)))
 
 
-def _rate(value: float | None) -> str:
-    return "" if value is None else f"{value:.2f}"
+def _headers(*groups: Group) -> tuple[str, ...]:
+    return tuple(f.console for f in console_fields() if f.group in groups)
 
 
-def _row(result: dict[str, Any], with_input: bool, with_windows: bool) -> tuple[str, ...]:
-    if result["status"] != Status.OK:
-        cells: tuple[str, ...] = (str(result["batch_size"]), result["status"], "", "", "", "", "", "")
-    else:
-        cells = (
-            str(result["batch_size"]),
-            Status.OK.value,
-            f"{result['images_per_sec']:.2f}",
-            _ms(result["step_time_median_s"]),
-            _ms(result["step_time_p10_s"]),
-            _ms(result["step_time_p90_s"]),
-            _ms(result["step_time_mad_s"]),
-            str(result["timed_steps"]),
-        )
-    if with_windows:
-        windows = result.get("windows")
-        cells = (*cells, "" if windows is None else str(windows), _rate(result.get("images_per_sec_min")),
-                 _rate(result.get("images_per_sec_max")))
-    if not with_input:
-        return cells
-    rate, bound = result.get("input_images_per_sec"), result.get("input_bound")
-    return (*cells, _rate(rate), "" if bound is None else ("yes" if bound else "no"))
+COLUMNS = (*LEAD_COLUMNS, *_headers(*ALWAYS))  # as the registry declares them when this module is imported
+WINDOW_COLUMNS = _headers(Group.SPREAD)  # only for runs with --windows above 1
+INPUT_COLUMNS = _headers(Group.INPUT)  # only for runs on real data
+
+
+def _text(f: Field, value: Any) -> str:
+    """A cell: seconds as milliseconds (the header says ms), rates to two decimals, flags as yes/no."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if f.unit == "s":
+        return f"{value * 1000:.2f}"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def _shown(f: Field, results: Sequence[dict[str, Any]]) -> bool:
+    if f.group in ALWAYS:
+        return True
+    if f.group is Group.SPREAD:
+        return any((result.get("windows") or 1) > 1 for result in results)
+    return any(result.get(f.name) is not None for result in results)
+
+
+def _row(result: dict[str, Any], shown: Sequence[Field]) -> tuple[str, ...]:
+    ok = result["status"] == Status.OK
+    always = [_text(f, result.get(f.name)) if ok else "" for f in shown if f.group in ALWAYS]
+    others = [_text(f, result.get(f.name)) for f in shown if f.group not in ALWAYS]
+    return (str(result["batch_size"]), str(result["status"]), *always, *others)
 
 
 def format_table(results: Sequence[dict[str, Any]]) -> str:
-    """A fixed-width table, one line per batch size, with failures' messages listed below it."""
-    with_input = any(result.get("input_images_per_sec") is not None for result in results)
-    with_windows = any((result.get("windows") or 1) > 1 for result in results)
-    header = COLUMNS + (WINDOW_COLUMNS if with_windows else ()) + (INPUT_COLUMNS if with_input else ())
-    lines = aligned([header, *(_row(result, with_input, with_windows) for result in results)])
+    """A fixed-width table, one line per batch size (the fields with a console header: ``console_fields``), with
+    failures' messages listed below it."""
+    shown = [f for f in console_fields() if _shown(f, results)]
+    header = (*LEAD_COLUMNS, *(f.console for f in shown))
+    lines = aligned([header, *(_row(result, shown) for result in results)])
     lines.extend(f"batch {r['batch_size']} {r['status']}: {r['error']}" for r in results if r["status"] != Status.OK)
     return "\n".join(lines)
 

@@ -1,8 +1,10 @@
 """The results model: what a batch size's outcome and a run's summary are, once for every command.
 
 On disk a run's summary (throughput's ``summary.json``, profile's ``profile.json``) is one JSON object: a
-``"format"`` version, the run's settings (the header) and ``"results"``, one flat object per batch size. Files
-written before the format version existed (those kept in ``benchmarks/results/``) are format 1 and are read too.
+``"format"`` version, the run's settings (the header) and ``"results"``, one flat object per batch size, its values
+named as ``results.fields`` declares them. Files written before the format version existed (those kept in
+``benchmarks/results/``) are format 1; formats 1 and 2 named rates and energies after images (``images_per_sec``):
+both are read, under the names of today (``_upgrade_row``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-FORMAT = 2  # the version of every JSON object the suite writes (its "format" field); files without one are 1
+from trainbench.results import fields
+
+FORMAT = 3  # the version of every JSON object the suite writes (its "format" field); files without one are 1
 FORMAT_KEY = "format"
 RESULTS_KEY = "results"
 
@@ -28,12 +32,17 @@ class Status(StrEnum):
 
 
 # The measured values a reader checks on an ok result: a rate or a time (per second, seconds, energy, power) that is
-# not a finite, non-negative number (or a list of them, as each window's images/s) makes the result INVALID.
-MEASURED_SUFFIXES = ("_per_sec", "_s", "_j", "_per_image", "_per_joule", "_w", "_mhz")
-SPREAD_SUFFIXES = ("_median", "_min", "_max")  # a rate's statistics over windows: images_per_sec_min...
+# not a finite, non-negative number (or a list of them, as each window's samples/s) makes the result INVALID. A
+# registered field is measured when its entry says so; these suffixes judge the values no entry declares (a
+# profiler's own columns).
+MEASURED_SUFFIXES = ("_per_sec", "_s", "_j", "_per_sample", "_per_image", "_per_joule", "_w", "_mhz")
+SPREAD_SUFFIXES = ("_median", "_min", "_max")  # a rate's statistics: gpu_time_s_median...
 
 
 def is_measured(name: str) -> bool:
+    declared = fields.BY_NAME.get(name)
+    if declared is not None:
+        return declared.measured
     base = next((name[:-len(end)] for end in SPREAD_SUFFIXES if name.endswith(end)), name)
     return base.endswith(MEASURED_SUFFIXES)
 
@@ -169,10 +178,22 @@ def unstamped(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _upgrade_row(row: Any, version: int) -> Any:
-    """Format 1 profile rows named the images/s under the profiler ``window_images_per_sec`` (a number), the name
-    throughput rows use for the list of each window's images/s; format 2 calls it ``profiled_images_per_sec``."""
-    if version == 1 and isinstance(row, dict) and "profiler" in row and \
-            isinstance(row.get("window_images_per_sec"), int | float):
-        row = dict(row)
+    """A row of an older format under today's names. Format 1 profile rows named the images/s under the profiler
+    ``window_images_per_sec`` (a number), the name throughput rows use for the list of each window's images/s;
+    format 2 calls it ``profiled_images_per_sec``. Formats 1 and 2 counted images where format 3 counts samples
+    (``fields.RENAMED``); a value already under its new name is kept."""
+    if version >= 3 or not isinstance(row, dict):
+        return row
+    row = dict(row)
+    if version == 1 and "profiler" in row and isinstance(row.get("window_images_per_sec"), int | float):
         row["profiled_images_per_sec"] = row.pop("window_images_per_sec")
+    row = _renamed(row)
+    for nested in ("ranks", "gpu_telemetry"):  # lists of objects holding the same names (per rank, per GPU)
+        if isinstance(row.get(nested), list):
+            row[nested] = [_renamed(item) if isinstance(item, dict) else item for item in row[nested]]
     return row
+
+
+def _renamed(row: dict[str, Any]) -> dict[str, Any]:
+    return {fields.RENAMED.get(name, name) if fields.RENAMED.get(name) not in row else name: value
+            for name, value in row.items()}

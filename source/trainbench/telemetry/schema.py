@@ -17,6 +17,9 @@ first step), ``warmup``, ``timed``, ``done``. ``clock_event_reasons`` is NVML's 
 
 from __future__ import annotations
 
+from trainbench.results import fields
+from trainbench.results.fields import Group, Where
+
 TELEMETRY_DIR = "telemetry"  # in a run folder: batch_<X>.csv per batch size
 
 EVENT_SAMPLE = "sample"
@@ -56,22 +59,19 @@ REASON_BITS: dict[str, int] = {
 POWER_REASONS = ("sw_power_cap", "hw_power_brake_slowdown")
 THERMAL_REASONS = ("sw_thermal_slowdown", "hw_thermal_slowdown")
 
-# What a batch size's result gains (summary.json/summary.csv, the campaign table). Sums over the GPUs the worker
-# used, over all its timed windows; None with ``telemetry_note`` saying why when a value could not be measured.
-TELEMETRY_VALUES: tuple[str, ...] = (
-    "energy_j",  # from NVML's total-energy counter read at both synchronised edges of every timed window
-    "joules_per_image",
-    "images_per_joule",
-    "mean_power_w",  # energy_j / timed seconds
-    "sampled_power_w",  # mean of the sampler's power readings in the timed windows (a cross-check of mean_power_w)
-    "sm_clock_median_mhz",  # median of the sampler's SM clock readings in the timed windows
-    "temperature_max_c",
-    "throttle_power_fraction",  # share of the timed time limited by power (the worst GPU)
-    "throttle_thermal_fraction",  # the same, by temperature
-    "telemetry_samples",  # sampler rows in the timed windows (all GPUs)
-    "telemetry_note",  # why a value above is None ("no GPU telemetry: ...", "window shorter than ...")
-)
-GPU_TELEMETRY = "gpu_telemetry"  # summary.json only: one object per GPU (index, uuid, name and the values above)
+# What a batch size's result gains (summary.json/summary.csv, the campaign table), as the result fields' registry
+# declares it (``results.fields``: the energy and telemetry groups): sums over the GPUs the worker used, over all its
+# timed windows; None with ``telemetry_note`` saying why when a value could not be measured.
+TELEMETRY_GROUPS = (Group.ENERGY, Group.TELEMETRY)
+
+
+def telemetry_values() -> tuple[str, ...]:
+    """The flat telemetry fields, in column order, as the registry declares them now."""
+    return tuple(f.name for f in fields.in_groups(*TELEMETRY_GROUPS) if f.written_to(Where.SUMMARY_CSV))
+
+
+TELEMETRY_VALUES: tuple[str, ...] = telemetry_values()  # when this module was imported
+GPU_TELEMETRY = fields.BY_NAME["gpu_telemetry"].name  # summary.json only: one object per GPU
 
 # A variability folder (trainbench.bench.variability writes it, trainbench.analysis.variability reads it): the plan,
 # and one throughput run folder per (GPU, repetition).

@@ -1,6 +1,7 @@
-"""A batch size's telemetry in numbers: energy per image, power, clocks and throttling over its timed windows.
+"""A batch size's telemetry in numbers: energy per sample, power, clocks and throttling over its timed windows.
 
-Pure: counters read at the window edges and the sampler's timed rows in, the result fields (``schema``) out.
+Pure: counters read at the window edges and the sampler's timed rows in, the result fields (``schema``, from
+``results.fields``) out.
 Flat fields sum energy and power over the GPUs the worker used and take the worst GPU's throttled share; the
 per-GPU detail goes to ``gpu_telemetry``.
 """
@@ -22,8 +23,8 @@ from trainbench.telemetry.schema import (
     GPU_TELEMETRY,
     POWER_REASONS,
     REASON_BITS,
-    TELEMETRY_VALUES,
     THERMAL_REASONS,
+    telemetry_values,
 )
 
 # A throttle counter policy and the reason bits that say the same from the samples.
@@ -32,7 +33,7 @@ _GROUPS = {"power": POWER_REASONS, "thermal": THERMAL_REASONS}
 
 def no_telemetry(note: str) -> dict[str, Any]:
     """Every telemetry field None, and why."""
-    return {**dict.fromkeys(TELEMETRY_VALUES), "telemetry_note": note, GPU_TELEMETRY: []}
+    return {**dict.fromkeys(telemetry_values()), "telemetry_note": note, GPU_TELEMETRY: []}
 
 
 def _bits(names: Sequence[str]) -> int:
@@ -71,7 +72,7 @@ def _gpu_values(position: int, gpu: GpuIdentity, starts: Sequence[Edge], ends: S
     return {
         "index": gpu.index, "uuid": gpu.uuid, "name": gpu.name,
         "energy_j": energy.value,
-        "joules_per_image": energy.value / images if energy.value is not None and images else None,
+        "joules_per_sample": energy.value / images if energy.value is not None and images else None,
         "mean_power_w": energy.value / seconds if energy.value is not None and seconds else None,
         "energy_note": energy.note,
         "sampled_power_w": sum(powers) / len(powers) if powers else None,
@@ -107,8 +108,8 @@ def summarize(gpus: Sequence[GpuIdentity], starts: Sequence[Edge], ends: Sequenc
         notes.append("no timeline samples in the timed windows (sampler off, or windows shorter than its period)")
     return {
         "energy_j": energy,
-        "joules_per_image": energy / images if energy is not None and images else None,
-        "images_per_joule": images / energy if energy else None,
+        "joules_per_sample": energy / images if energy is not None and images else None,
+        "samples_per_joule": images / energy if energy else None,
         "mean_power_w": _total(per_gpu, "mean_power_w"),
         "sampled_power_w": _total(per_gpu, "sampled_power_w"),
         "sm_clock_median_mhz": median([row.get("sm_clock_mhz") for row in samples]),

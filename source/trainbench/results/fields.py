@@ -1,0 +1,188 @@
+"""The result fields: every value a batch size's result holds, declared once.
+
+Each ``Field`` says what the value means and in which unit, which files it is written to, how the ranks of a
+multi-process run combine it, and the group it belongs to. Every list of fields elsewhere is derived from
+``FIELDS``: summary.json/.csv's columns (``bench.store``), a campaign's results.csv (``campaign.table``), the report's
+tables (``report.sections``, ``report.table``), the rank merge (``bench.ranks``), the telemetry values
+(``telemetry.schema``), what a performance model may fit (``analysis.measurements``) and which values a reader
+checks as measurements (``results.records``). A value no entry declares is an error where a result is stored.
+
+Adding a field: one entry at the END of ``FIELDS`` (columns keep their places: the order is append-only), and the
+code that produces the value. Rates count samples, not images: one sample is what one step's batch holds one of (an
+image for ResNet-50). Files written before format 3 used image names; ``RENAMED`` maps them and
+``results.records`` reads them under the new names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from trainbench.results import layout
+
+
+class Where(StrEnum):
+    """A file a field is written to (the file's name, as a tag: the run folder's layout owns the paths)."""
+
+    SUMMARY_JSON = layout.SUMMARY  # a throughput run's summary: every field, lists and objects included
+    SUMMARY_CSV = layout.SUMMARY_CSV  # the same, flat: one column per field, one row per batch size
+    RESULTS_CSV = layout.RESULTS  # a campaign's table: a fixed column (a profile's own values go after them)
+    PROFILE_JSON = layout.PROFILE  # a profiled run's record
+
+
+class Merge(StrEnum):
+    """How the ranks of one batch size (processes that measured together) combine a value (``bench.ranks``)."""
+
+    LEAD = "lead"  # the lowest rank's value stands for all (step times: rank 0's steps.csv)
+    SUM = "sum"  # summed over the ranks; None when a rank has none (energy of the node's GPUs)
+    MAX = "max"  # the worst rank's (the slowest window, the hottest GPU); ranks without one are skipped
+    MIN = "min"  # the lowest over the ranks that have one
+    MEDIAN = "median"  # the median rank's
+    JOIN = "join"  # distinct texts joined with "; " (notes)
+    CONCAT = "concat"  # lists concatenated in rank order (one entry per GPU)
+    WORLD = "world"  # computed from every rank together (world rates, world size): see ``bench.ranks``
+
+
+class Group(StrEnum):
+    """What a field is about: the report and the console table lay fields out by group."""
+
+    THROUGHPUT = "throughput"  # the rate over all timed windows
+    SPREAD = "spread"  # the timed windows one by one, and their spread
+    INPUT = "input"  # the input pipeline alone (--data runs)
+    TIMING = "timing"  # step times and step counts
+    LAUNCH = "launch"  # the processes that measured
+    ENERGY = "energy"  # NVML's energy counter over the timed windows
+    TELEMETRY = "telemetry"  # sampled power, clocks, temperature, throttling, and the notes on them
+    STATE = "state"  # the GPUs as they were at a moment
+    PROFILE = "profile"  # a profiled window's record
+
+
+JSON, CSV, TABLE, PROFILE = Where.SUMMARY_JSON, Where.SUMMARY_CSV, Where.RESULTS_CSV, Where.PROFILE_JSON
+FLAT = (JSON, CSV, TABLE)  # a number or flag everywhere a batch size's result is written
+RUN = (JSON, CSV)  # in the run's summaries, not in a campaign's table (which has its own window column)
+NESTED = (JSON,)  # a list or object: summary.json only
+
+
+@dataclass(frozen=True)
+class Field:
+    """One result field. ``unit`` is "" for a count, a flag or a text; ``console`` is its header in the table a
+    sweep prints ("" when the table leaves it out); ``measured``: a rate, time or energy, which a reader checks is a
+    finite non-negative number (or a list of them) on an ok result; ``modelled``: a performance model may fit it."""
+
+    name: str
+    unit: str
+    where: tuple[Where, ...]
+    merge: Merge
+    group: Group
+    doc: str
+    measured: bool = False
+    console: str = ""
+    modelled: bool = False
+
+    def written_to(self, where: Where) -> bool:
+        return where in self.where
+
+
+def _rate(name: str, where: tuple[Where, ...], group: Group, doc: str, console: str = "") -> Field:
+    return Field(name, "samples/s", where, Merge.WORLD, group, doc, measured=True, console=console)
+
+
+def _seconds(name: str, merge: Merge, doc: str, console: str = "", where: tuple[Where, ...] = FLAT) -> Field:
+    return Field(name, "s", where, merge, Group.TIMING, doc, measured=True, console=console)
+
+
+# The append-only order of summary.csv's columns (and of results.csv's, for the fields it holds).
+FIELDS: tuple[Field, ...] = (
+    Field("samples_per_sec", "samples/s", FLAT, Merge.WORLD, Group.THROUGHPUT,
+          "all timed samples / all timed wall time (every rank's samples over the slowest rank's windows)",
+          measured=True, console="samples/s", modelled=True),
+    Field("windows", "", RUN, Merge.LEAD, Group.SPREAD, "timed windows (--repeats)", console="windows"),
+    _rate("samples_per_sec_median", RUN, Group.SPREAD, "median of the windows' own samples/s"),
+    _rate("samples_per_sec_min", RUN, Group.SPREAD, "the slowest window's samples/s", console="min samples/s"),
+    _rate("samples_per_sec_max", RUN, Group.SPREAD, "the fastest window's samples/s", console="max samples/s"),
+    Field("window_samples_per_sec", "samples/s", (JSON, TABLE), Merge.WORLD, Group.SPREAD,
+          "each timed window's own samples/s (results.csv: one row per window)", measured=True),
+    Field("input_samples_per_sec", "samples/s", FLAT, Merge.LEAD, Group.INPUT,
+          "--data runs: the input pipeline alone, same batch size, no model (bench.input_bench)", measured=True,
+          console="input samples/s"),
+    Field("input_bound", "", FLAT, Merge.LEAD, Group.INPUT,
+          "--data runs: input_samples_per_sec < 1.1 x samples_per_sec", console="input-bound"),
+    _seconds("step_time_median_s", Merge.LEAD, "median over every timed step (rank 0's)", console="step median ms"),
+    _seconds("step_time_p10_s", Merge.LEAD, "10th percentile of the timed steps", console="p10 ms"),
+    _seconds("step_time_p90_s", Merge.LEAD, "90th percentile of the timed steps", console="p90 ms"),
+    _seconds("step_time_mad_s", Merge.LEAD, "median absolute deviation of the timed steps", console="MAD ms"),
+    _seconds("window_s", Merge.MAX, "timed wall time, all windows together (the slowest rank's)", where=RUN),
+    Field("timed_steps", "", FLAT, Merge.LEAD, Group.TIMING, "timed steps, all windows together", console="steps"),
+    Field("warmup_steps", "", FLAT, Merge.LEAD, Group.TIMING, "untimed steps before the first window"),
+    Field("world_size", "", RUN, Merge.WORLD, Group.LAUNCH,
+          "processes that measured together (--gpus x --nodes); None: one"),
+    _seconds("compile_s", Merge.LEAD, "torch --compile / --cuda-graph: compiling or capturing the step, before and "
+             "outside every window"),
+    # GPU telemetry (trainbench.telemetry): sums over the GPUs the worker used, over all its timed windows; None with
+    # telemetry_note saying why when a value could not be measured.
+    Field("energy_j", "J", FLAT, Merge.SUM, Group.ENERGY,
+          "NVML's total-energy counter read at both synchronised edges of every timed window", measured=True),
+    Field("joules_per_sample", "J", FLAT, Merge.WORLD, Group.ENERGY, "energy_j / the samples of the node's ranks",
+          measured=True, modelled=True),
+    Field("samples_per_joule", "samples/J", FLAT, Merge.WORLD, Group.ENERGY, "the inverse of joules_per_sample",
+          measured=True),
+    Field("mean_power_w", "W", FLAT, Merge.SUM, Group.ENERGY, "energy_j / timed seconds", measured=True,
+          modelled=True),
+    Field("sampled_power_w", "W", FLAT, Merge.SUM, Group.TELEMETRY,
+          "mean of the sampler's power readings in the timed windows (a cross-check of mean_power_w)", measured=True),
+    Field("sm_clock_median_mhz", "MHz", FLAT, Merge.MEDIAN, Group.TELEMETRY,
+          "median of the sampler's SM clock readings in the timed windows", measured=True),
+    Field("temperature_max_c", "°C", FLAT, Merge.MAX, Group.TELEMETRY, "the hottest GPU's highest reading"),
+    Field("throttle_power_fraction", "", FLAT, Merge.MAX, Group.TELEMETRY,
+          "share of the timed time limited by power (the worst GPU)"),
+    Field("throttle_thermal_fraction", "", FLAT, Merge.MAX, Group.TELEMETRY, "the same, by temperature"),
+    Field("telemetry_samples", "", FLAT, Merge.SUM, Group.TELEMETRY, "sampler rows in the timed windows (all GPUs)"),
+    Field("telemetry_note", "", FLAT, Merge.JOIN, Group.TELEMETRY,
+          "why a telemetry value is None (\"no GPU telemetry: ...\", \"window shorter than ...\")"),
+    # Lists and objects: summary.json only.
+    Field("gpus_at_window_end", "", NESTED, Merge.LEAD, Group.STATE, "NVML's state of each GPU after the last window"),
+    Field("gpu_telemetry", "", NESTED, Merge.CONCAT, Group.TELEMETRY,
+          "one object per GPU: index, uuid, name and the telemetry values"),
+    Field("ranks", "", NESTED, Merge.WORLD, Group.LAUNCH, "multi-process runs: each rank's own figures"),
+    # A profiled window's record (profile.json; results.csv shows a profile's values after the fixed columns).
+    Field("profiled_iterations", "", (PROFILE,), Merge.LEAD, Group.PROFILE, "the iterations the profiler held"),
+    Field("profiled_samples_per_sec", "samples/s", (PROFILE,), Merge.LEAD, Group.PROFILE,
+          "samples/s with the profiler attached: never a throughput to compare", measured=True),
+)
+
+BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
+assert len(BY_NAME) == len(FIELDS), "a field is declared twice"
+
+# Before format 3 rates and energies counted images: the old name of each renamed field.
+RENAMED: dict[str, str] = {
+    "images_per_sec": "samples_per_sec",
+    "images_per_sec_median": "samples_per_sec_median",
+    "images_per_sec_min": "samples_per_sec_min",
+    "images_per_sec_max": "samples_per_sec_max",
+    "window_images_per_sec": "window_samples_per_sec",
+    "input_images_per_sec": "input_samples_per_sec",
+    "joules_per_image": "joules_per_sample",
+    "images_per_joule": "samples_per_joule",
+    "profiled_images_per_sec": "profiled_samples_per_sec",
+}
+assert set(RENAMED.values()) <= set(BY_NAME), "every renamed field is declared"
+
+# The names code refers to: a typo is an import error, never a silent None.
+SAMPLES_PER_SEC = BY_NAME["samples_per_sec"].name
+WINDOW_SAMPLES_PER_SEC = BY_NAME["window_samples_per_sec"].name
+
+
+def written_to(where: Where) -> tuple[str, ...]:
+    """The names of the fields written to ``where``, in column order. Read at each call, like every list derived
+    here, so that a field added to the registry (a test's) is everywhere at once."""
+    return tuple(f.name for f in FIELDS if f.written_to(where))
+
+
+def in_groups(*groups: Group) -> tuple[Field, ...]:
+    return tuple(f for f in FIELDS if f.group in groups)
+
+
+def unknown(names: Iterable[str]) -> list[str]:
+    """The names among ``names`` that no field declares."""
+    return [name for name in names if name not in BY_NAME]

@@ -128,7 +128,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    if rule is Merge.MAX:\n        return max(present)\n",
              "    if rule is Merge.MAX:\n        return present[0]\n",
              ("tests/test_fields.py",)),
-    Mutation("a value no result field declares dropped without a word", "source/trainbench/bench/store.py",
+    Mutation("a value no result field declares dropped without a word", "source/trainbench/bench/throughput_run.py",
              "        if unknown := fields.unknown(result.values):\n",
              "        if unknown := []:\n",
              ("tests/test_fields.py",)),

@@ -26,7 +26,7 @@ import pytest
 from PIL import Image
 
 from tests.conftest import REPO, run_cli
-from trainbench.bench.store import ThroughputRun
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.results.records import BatchResult
 
 COREUTIL_SCRIPT = ("script", "Core-Utilization-Analyzer/coreutil.py")

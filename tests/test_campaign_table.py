@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from trainbench.bench.stats import summarize_windows
-from trainbench.bench.store import ThroughputRun
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.timing import Window
 from trainbench.campaign.matrix import Experiment, Matrix, load_matrix, planned_runs
 from trainbench.campaign.table import (

@@ -11,7 +11,7 @@ from scipy.stats import mannwhitneyu
 
 from tests.conftest import assert_one_line_error, run_cli, run_main
 from trainbench.bench.compare import compare_runs
-from trainbench.bench.store import ThroughputRun
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.results.records import BatchResult
 
 

@@ -17,7 +17,7 @@ from trainbench.cli import input_bench_cmd
 from trainbench.cli.main import build_parser
 from trainbench.cli.options import bench_configs
 from trainbench.cli.parsing import Parser
-from trainbench.cli.train import CONFIG_FILE, new_config, resumed_config
+from trainbench.cli.train_cmd import CONFIG_FILE, new_config, resumed_config
 from trainbench.config import (
     DEVICES,
     FRAMEWORKS,

@@ -35,7 +35,7 @@ def test_the_records_are_read_without_importing_a_framework() -> None:
     """The sweep, the launcher, the profiler session and the input benchmark's command ask the records in
     processes that must not pay for (or mix) TensorFlow and torch."""
     code = ("import sys\n"
-            "import trainbench.bench.launch, trainbench.bench.input_bench, trainbench.cli.train\n"
+            "import trainbench.bench.launch, trainbench.bench.input_bench, trainbench.cli.train_cmd\n"
             "import trainbench.profile.session, trainbench.profile.markers\n"
             "from trainbench.engines.capabilities import capabilities_of\n"
             "assert all(capabilities_of(name).loaders for name in ('tf', 'torch'))\n"

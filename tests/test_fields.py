@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from tests.test_report_html import page_of
-from trainbench.bench import store, sweep
+from trainbench.bench import sweep, throughput_run
 from trainbench.bench.compare import compare_loaded, load_run
 from trainbench.bench.ranks import by_rule, merge_ranks
-from trainbench.bench.store import ThroughputRun
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.worker import Measurement, measure
 from trainbench.campaign import table
 from trainbench.campaign.table import campaign_table
@@ -201,7 +201,7 @@ def test_every_field_a_worker_writes_is_merged_by_its_rule() -> None:
 
 
 def test_the_lists_derive_from_the_registry_in_its_order() -> None:
-    assert store.MEASURED_FIELDS == RELEASED  # summary.csv's columns: the released ones, in place
+    assert throughput_run.MEASURED_FIELDS == RELEASED  # summary.csv's columns: the released ones, in place
     assert set(TELEMETRY_VALUES) == {f.name for f in fields.FIELDS if f.group in (Group.ENERGY, Group.TELEMETRY)
                                      and f.written_to(Where.SUMMARY_CSV)}
     assert table.COLUMNS[len(table.RUN_COLUMNS):] == fields.written_to(Where.RESULTS_CSV)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from trainbench.bench.store import ThroughputRun
 from trainbench.bench.sweep import run_header
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.config import BenchConfig, LaunchConfig, ModelConfig, ProfileConfig, to_dict
 from trainbench.profile.run import ProfileRun
-from trainbench.report.found import Run
+from trainbench.report.found import RunRecord
 from trainbench.report.sections import run_label
 from trainbench.results import layout
 from trainbench.results.header import WORKLOAD, Profiling, RunHeader, Timing
@@ -115,7 +115,7 @@ def test_a_format_1_profile_reads_in_today_s_shape() -> None:
     assert header.profiling is not None and header.profiling.profiler == "nsys"
     assert summary.header["framework"] == "torch" and summary.header["model"] == raw["model"]
     assert "data" not in summary.header and "launch" not in summary.header
-    label = run_label(Run(path.parent, summary.header, [r.to_row() for r in summary.results]))
+    label = run_label(RunRecord(path.parent, summary.header, [r.to_row() for r in summary.results]))
     assert label == "nsys profile: torch fp32 on cuda 224px synthetic data"
 
 

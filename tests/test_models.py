@@ -15,7 +15,7 @@ from tests.conftest import assert_one_line_error, run_cli, run_main
 from trainbench.analysis import extrap
 from trainbench.analysis.measurements import COLUMNS, GPU_STEP, KERNEL_PREFIX, TRAIN_STEP, collect, gather, run_settings
 from trainbench.analysis.perf_models import Model, check, curve, evaluate, fit, measured, split_out, value_at
-from trainbench.bench.store import ThroughputRun
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.cli.main import main
 from trainbench.errors import UsageError
 from trainbench.results.files import write_json_atomic

@@ -14,8 +14,8 @@ import pytest
 
 from trainbench.bench.stats import summarize, summarize_windows
 from trainbench.bench.timing import Window
+from trainbench.report.console import COLUMNS, INPUT_COLUMNS, WINDOW_COLUMNS, aligned, format_fields, format_table
 from trainbench.report.plot import batch_size_figure, plot_against_batch_size, plot_throughput
-from trainbench.report.table import COLUMNS, INPUT_COLUMNS, WINDOW_COLUMNS, aligned, format_fields, format_table
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 OOM_MESSAGE = "CUDA out of memory. Tried to allocate 1.53 GiB"

@@ -26,7 +26,7 @@ from tests.test_telemetry_plot import _timeline
 from trainbench.analysis.variability import across, load_runs, per_gpu
 from trainbench.bench.compare import compare_runs
 from trainbench.bench.stats import summarize_windows
-from trainbench.bench.store import ThroughputRun
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.timing import Window
 from trainbench.campaign.table import campaign_summary, campaign_table
 from trainbench.cli.main import main

@@ -35,7 +35,7 @@ from tests.test_report_html import (
     throughput_run,
 )
 from tests.test_telemetry_plot import _timeline
-from trainbench.bench.store import ThroughputRun
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.campaign.table import campaign_summary, campaign_table
 from trainbench.cli import report_gather
 from trainbench.cli.report_gather import gather, write_new, write_report

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from trainbench.bench.store import JSON_ONLY_FIELDS, RESULT_FIELDS, ThroughputRun
+from trainbench.bench.throughput_run import JSON_ONLY_FIELDS, RESULT_FIELDS, ThroughputRun
 from trainbench.errors import UsageError
 from trainbench.results.files import create_fresh_dir, create_run_dir
 from trainbench.results.records import FORMAT, BatchResult

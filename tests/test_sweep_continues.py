@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from trainbench.bench import sweep
-from trainbench.bench.store import ThroughputRun
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.config import BenchConfig, ModelConfig
 
 # argv: CONFIG_JSON RESULT_JSON [TIMELINE_CSV], as the real worker (trainbench.bench.worker.main).

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from trainbench.analysis import variability as var
-from trainbench.bench.store import ThroughputRun
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.errors import UsageError
 from trainbench.results.files import batch_file, temporary_files, write_csv_atomic, write_json_atomic
 from trainbench.results.records import BatchResult, Status

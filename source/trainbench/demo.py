@@ -18,8 +18,8 @@ from trainbench.cli.report_gather import write_report
 from trainbench.config import BenchConfig, Framework, ModelConfig
 from trainbench.data.convert import ConvertOptions, convert
 from trainbench.data.synth_tree import SynthOptions, synth
+from trainbench.report.console import format_table
 from trainbench.report.plot import plot_throughput
-from trainbench.report.table import format_table
 from trainbench.results.files import create_run_dir
 
 # Small enough for 2 cores in a few minutes, large enough that the batch sizes differ measurably.

@@ -19,7 +19,7 @@ from typing import Any
 from tests.study import StudyCase
 from tests.test_campaign_slurm import TINY_MATRIX
 from trainbench.bench.stats import summarize_windows
-from trainbench.bench.store import ThroughputRun
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.timing import Window
 from trainbench.campaign.matrix import Matrix, load_matrix
 from trainbench.campaign.runner import PlannedRun, open_campaign, plan

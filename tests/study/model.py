@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.study import StudyCase
-from trainbench.bench.store import ThroughputRun
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.results.files import write_json_atomic
 from trainbench.results.records import BatchResult, Status
 

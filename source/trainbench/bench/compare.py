@@ -37,7 +37,7 @@ SETTINGS = ("workload", "framework", "precision", "image_size", "device", "data"
 
 
 @dataclass(frozen=True)
-class Run:
+class ComparedRun:
     """A throughput run folder as compare reads it."""
 
     path: Path
@@ -93,7 +93,7 @@ def _read_steps(run_dir: Path, needed: bool) -> pd.DataFrame:
     return timed
 
 
-def load_run(run_dir: Path) -> Run:
+def load_run(run_dir: Path) -> ComparedRun:
     """A run folder checked for the shape compare relies on; a one-line UsageError naming the file otherwise."""
     if not run_dir.is_dir():
         raise _bad(run_dir, "not a throughput run folder (no such folder)")
@@ -108,10 +108,10 @@ def load_run(run_dir: Path) -> Run:
     env = _read_json(env_path) if env_path.exists() else {}
     by_batch = {r.batch_size: r for r in results}
     steps = _read_steps(run_dir, needed=bool(summary.ok_results()))
-    return Run(run_dir, summary.header, by_batch, steps, env if isinstance(env, dict) else {})
+    return ComparedRun(run_dir, summary.header, by_batch, steps, env if isinstance(env, dict) else {})
 
 
-def _flat_settings(run: Run) -> dict[str, Any]:
+def _flat_settings(run: ComparedRun) -> dict[str, Any]:
     settings = {key: run.header.get(key) for key in SETTINGS if key in run.header}
     model = run.header.get("model")
     if isinstance(model, dict):
@@ -131,7 +131,7 @@ def _flat_settings(run: Run) -> dict[str, Any]:
     return settings
 
 
-def setting_differences(run_a: Run, run_b: Run) -> list[tuple[str, Any, Any]]:
+def setting_differences(run_a: ComparedRun, run_b: ComparedRun) -> list[tuple[str, Any, Any]]:
     """(setting, A's value, B's value) for each setting recorded in both runs that differs."""
     a, b = _flat_settings(run_a), _flat_settings(run_b)
     return [(key, a[key], b[key]) for key in a if key in b and a[key] != b[key]]
@@ -146,7 +146,7 @@ def _p_value(a: BatchResult, b: BatchResult, steps_a: pd.Series, steps_b: pd.Ser
     return float(mannwhitneyu(steps_a, steps_b, alternative="two-sided").pvalue), "steps"
 
 
-def compare_loaded(run_a: Run, run_b: Run, alpha: float = 0.05) -> pd.DataFrame:
+def compare_loaded(run_a: ComparedRun, run_b: ComparedRun, alpha: float = 0.05) -> pd.DataFrame:
     """One row per batch size measured successfully in both runs; change_pct is B's samples/s over A's."""
     problem = float_problem(alpha, 0.0, 1.0, above=True, below=True)
     if problem is not None:
@@ -175,6 +175,6 @@ def compare_runs(run_a: Path, run_b: Path, alpha: float = 0.05) -> pd.DataFrame:
     return compare_loaded(load_run(run_a), load_run(run_b), alpha)
 
 
-def statuses(run: Run) -> str:
+def statuses(run: ComparedRun) -> str:
     """'8 ok, 16 oom, ...': what each batch size of a run ended with."""
     return ", ".join(f"{batch} {result.status}" for batch, result in sorted(run.results.items())) or "none"

@@ -15,11 +15,11 @@ from typing import Any
 
 from trainbench.bench.launch import under_launcher, worker_command
 from trainbench.bench.ranks import merge_ranks
-from trainbench.bench.store import ThroughputRun
+from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.worker import SWEEP_ENV, sweep_identity
 from trainbench.config import BenchConfig, to_dict
+from trainbench.report.console import format_table
 from trainbench.report.plot import plot_throughput
-from trainbench.report.table import format_table
 from trainbench.report.telemetry_plot import plot_telemetry
 from trainbench.results.failure import says_out_of_memory
 from trainbench.results.files import create_run_dir, rank_files, write_json_atomic

@@ -64,8 +64,8 @@ from typing import Any
 import pandas as pd
 
 from trainbench.campaign.matrix import AXES, NO_PROFILER
-from trainbench.errors import UsageError
-from trainbench.report.table import aligned
+from trainbench.errors import UsageError, os_reason
+from trainbench.report.console import aligned
 from trainbench.results import fields
 from trainbench.results.files import write_text_atomic
 from trainbench.results.layout import (
@@ -185,7 +185,7 @@ def read_run_info(path: Path) -> RunInfo:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
-        raise UsageError(f"{path}: cannot be read ({error.strerror or error})") from None
+        raise UsageError(f"{path}: cannot be read ({os_reason(error)})") from None
     except (UnicodeDecodeError, ValueError) as error:
         raise UsageError(f"{path}: not a campaign run file ({type(error).__name__}: {error})") from None
     if not isinstance(data, dict):

@@ -17,7 +17,7 @@ from trainbench.errors import EXIT_USAGE, UsageError, printable_line
 COMMAND_MODULES = (
     "throughput_cmd",
     "compare_cmd",
-    "train",
+    "train_cmd",
     "data_cmd",
     "coreutil_cmd",
     "input_bench_cmd",

@@ -43,7 +43,7 @@ from trainbench.report.found import (
     ModelFile,
     Profile,
     ReportData,
-    Run,
+    RunRecord,
     Training,
     Variability,
     short_names,
@@ -140,12 +140,12 @@ def _not_measured(value: Any) -> str:
 # --- readers, one per kind of folder --------------------------------------------------------------------------
 
 
-def read_run(path: Path) -> Run:
+def read_run(path: Path) -> RunRecord:
     """A throughput run's or a profile's summary (results model), with the pictures in its folder and the
     telemetry values left out as no reading."""
     summary = read_summary(path, "throughput run or profile")
     pictures = sorted(picture for picture in path.parent.glob("*.png") if picture.is_file())
-    return Run(path.parent, summary.header, [result.to_row() for result in summary.results], pictures,
+    return RunRecord(path.parent, summary.header, [result.to_row() for result in summary.results], pictures,
                timeline_problems(path.parent / TELEMETRY_DIR))
 
 
@@ -171,7 +171,7 @@ def _kernels_problem(kernels: Any) -> str | None:
     return None
 
 
-def _nsys_details(run: Run, done: list[int]) -> Profile:
+def _nsys_details(run: RunRecord, done: list[int]) -> Profile:
     """nsys' top kernels and per-step GPU time by batch size; a list holding something else is left out, named."""
     import pandas as pd
 
@@ -346,7 +346,7 @@ def read_environments(data: ReportData, folders: list[Path]) -> list[Environment
     return list(grouped.values())
 
 
-def compare_with_first(runs: list[Run]) -> list[Comparison]:
+def compare_with_first(runs: list[RunRecord]) -> list[Comparison]:
     """The other runs against the first one without an invalid result (the first one when every run has one), as
     ``trainbench compare FIRST RUN`` (at most ``MAX_COMPARISONS``). compare refuses a run holding an invalid
     result: that run's comparison says why, and it is left out."""

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Run:
+class RunRecord:
     """A throughput run or a profile: its folder, settings (the summary's header), result rows (``to_row``) and
     the pictures in its folder."""
 
@@ -44,7 +44,7 @@ class Run:
 class Profile:
     """A profiled sweep with the details its profiler left beside profile.json, by batch size."""
 
-    run: Run
+    run: RunRecord
     top_kernels: dict[int, pd.DataFrame] = field(default_factory=dict)  # ncu's per-kernel table, nsys' top kernels
     step_gpu_ms: dict[int, list[float]] = field(default_factory=dict)  # nsys: each profiled step's GPU busy time
     left_out: list[str] = field(default_factory=list)  # details of the profiler's files left out: why
@@ -109,7 +109,7 @@ class ReportData:
 
     sources: list[str]
     environments: list[Environment] = field(default_factory=list)
-    runs: list[Run] = field(default_factory=list)
+    runs: list[RunRecord] = field(default_factory=list)
     profiles: list[Profile] = field(default_factory=list)
     campaigns: list[Campaign] = field(default_factory=list)
     variability: list[Variability] = field(default_factory=list)

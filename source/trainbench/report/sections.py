@@ -20,7 +20,7 @@ from trainbench.report.found import (
     ModelFile,
     Profile,
     ReportData,
-    Run,
+    RunRecord,
     Training,
     short_names,
 )
@@ -40,7 +40,7 @@ FIGURE_WIDTH = 10.0  # inches: the page's figures, with their legend beside the 
 # --- labels and shared helpers --------------------------------------------------------------------------------
 
 
-def run_label(run: Run) -> str:
+def run_label(run: RunRecord) -> str:
     """framework precision device, image size and data, as the settings in summary.json say."""
     header = RunHeader.read(run.header)
     data = header.data or "synthetic"
@@ -53,12 +53,12 @@ def run_label(run: Run) -> str:
     return " ".join(str(part) for part in parts if part)
 
 
-def titled(run: Run) -> str:
+def titled(run: RunRecord) -> str:
     return f"{run_label(run)} ({run.shown_name})"
 
 
-def unique_labels(runs: Sequence[Run]) -> list[str]:
-    """Each run's label, with its name (``Run.name``: unique in the page) where two runs would otherwise share
+def unique_labels(runs: Sequence[RunRecord]) -> list[str]:
+    """Each run's label, with its name (``RunRecord.name``: unique in the page) where two runs would otherwise share
     one."""
     labels = [run_label(run) for run in runs]
     return [titled(run) if labels.count(label) > 1 else label for run, label in zip(runs, labels, strict=True)]
@@ -178,7 +178,7 @@ def throughput_columns() -> tuple[str, ...]:
                                       if name not in telemetry_values()))
 
 
-def throughput_figure(runs: Sequence[Run]) -> str:
+def throughput_figure(runs: Sequence[RunRecord]) -> str:
     lines = {label: (run.rows, "samples_per_sec") for label, run in zip(unique_labels(runs), runs, strict=True)}
     picture = figure_image(lambda: batch_size_figure(
         lines, "ResNet-50 training throughput (bars: slowest to fastest window)", "images/s (images / timed window)",
@@ -352,7 +352,7 @@ def campaigns_section(data: ReportData) -> Section:
 
 # --- telemetry ------------------------------------------------------------------------------------------------
 
-def _run_telemetry(run: Run) -> str:
+def _run_telemetry(run: RunRecord) -> str:
     measured = [row for row in run.rows if row.get("energy_j") is not None or row.get("telemetry_samples")]
     picture = figure_image(lambda: telemetry_figure(run.path / TELEMETRY_DIR, f"GPU telemetry: {run_label(run)}"),
                            "SM clock, power and temperature against time")
@@ -412,7 +412,7 @@ def _kernel_tables(profile: Profile, describe: Callable[[pd.DataFrame], pd.DataF
     return "".join(parts)
 
 
-def _metrics_note(run: Run) -> str:
+def _metrics_note(run: RunRecord) -> str:
     first = next((row for row in run.rows if row.get("fma_metric")), None)
     metrics = "; ".join(f"{core}: {first[f'{core}_metric']}" for core in ("fma", "fp16", "tensor", "sfu")
                         if first and first.get(f"{core}_metric"))

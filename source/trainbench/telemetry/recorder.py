@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from trainbench.errors import os_reason
 from trainbench.telemetry.probe import Edge, GpuProbe
 from trainbench.telemetry.sampler import Sampler
 from trainbench.telemetry.summary import no_telemetry, summarize
@@ -41,7 +42,7 @@ class WindowTelemetry:
         try:
             sampler.start()
         except OSError as error:  # the file cannot be made: energy and counters are still measured
-            return cls(probe, None, None, f"no timeline: {timeline}: {error.strerror or error}")
+            return cls(probe, None, None, f"no timeline: {timeline}: {os_reason(error)}")
         return cls(probe, None, sampler)
 
     @property

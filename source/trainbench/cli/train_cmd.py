@@ -36,7 +36,7 @@ from trainbench.config import (
 from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
 from trainbench.engines.capabilities import capabilities_of
-from trainbench.errors import UsageError
+from trainbench.errors import UsageError, os_reason
 from trainbench.results.failure import is_out_of_memory, one_line
 from trainbench.results.files import create_run_dir, write_json_atomic
 from trainbench.results.layout import ENV, TRAIN_CONFIG
@@ -157,7 +157,7 @@ def _start_record(run_dir: Path, config: TrainConfig) -> None:
         write_json_atomic(run_dir / CONFIG_FILE, to_dict(config))
         write_json_atomic(run_dir / ENV, collect_env(sys.argv))
     except OSError as error:
-        raise UsageError(f"{run_dir}: cannot write the run's files there ({error.strerror or error})") from None
+        raise UsageError(f"{run_dir}: cannot write the run's files there ({os_reason(error)})") from None
 
 
 def _train(config: TrainConfig, engine: Engine, run_dir: Path) -> int:

@@ -3,7 +3,7 @@
 A difference is called significant only when the two samples are unlikely to come from one distribution: a
 two-sided Mann-Whitney U test, which assumes no normality (pyperf's ``compare_to`` asks the same question with a
 t-test). The samples are the windows' own images/s when both runs timed at least MIN_WINDOWS windows per batch
-size (``--repeats``), else the per-step intervals of each run's ``steps.csv`` (which are correlated in time, so
+size (``--windows``), else the per-step intervals of each run's ``steps.csv`` (which are correlated in time, so
 their test is the weaker one). Throughput is each run's
 images / timed wall time. A comparison also says which settings of the two runs differ (model, data, GPU, ...),
 since a change measured across different settings is not a change of the code or the machine alone.

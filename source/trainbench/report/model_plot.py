@@ -1,6 +1,6 @@
 """A performance model against its measurements (PNG): medians with their spread, the model's curve, predictions.
 
-Drawn from plain tables (``analysis.models.measured`` and ``curve``), one panel per model: the first parameter on
+Drawn from plain tables (``analysis.perf_models.measured`` and ``curve``), one panel per model: the first parameter on
 a log2 axis, one colour per value of the second.
 """
 

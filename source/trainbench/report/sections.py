@@ -200,7 +200,7 @@ def throughput_section(data: ReportData) -> Section:
     if not data.runs:
         return absent("throughput", title, "No throughput run (summary.json) in the folders given.")
     parts = [paragraph("samples_per_sec: all timed samples / all timed wall time (warm-up excluded); its median, min "
-                       "and max over the timed windows (--repeats) show the spread; step times over every timed step. "
+                       "and max over the timed windows (--windows) show the spread; step times over every timed step. "
                        "Failed batch sizes are shaded, with their reasons under Failed batch sizes; an invalid result "
                        "(a rate or time that is no measurement) is shaded too and left out of the figure; its run is "
                        "not compared.", "note"),

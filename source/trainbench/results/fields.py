@@ -97,7 +97,7 @@ FIELDS: tuple[Field, ...] = (
     Field("samples_per_sec", "samples/s", FLAT, Merge.WORLD, Group.THROUGHPUT,
           "all timed samples / all timed wall time (every rank's samples over the slowest rank's windows)",
           measured=True, console="samples/s", modelled=True),
-    Field("windows", "", RUN, Merge.LEAD, Group.SPREAD, "timed windows (--repeats)", console="windows"),
+    Field("windows", "", RUN, Merge.LEAD, Group.SPREAD, "timed windows (--windows)", console="windows"),
     _rate("samples_per_sec_median", RUN, Group.SPREAD, "median of the windows' own samples/s"),
     _rate("samples_per_sec_min", RUN, Group.SPREAD, "the slowest window's samples/s", console="min samples/s"),
     _rate("samples_per_sec_max", RUN, Group.SPREAD, "the fastest window's samples/s", console="max samples/s"),

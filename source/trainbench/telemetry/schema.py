@@ -8,7 +8,7 @@ analysis that read them back.
 - ``sample``: one GPU's state at ``time_s`` (``gpu`` is its NVML index); the sampler's period is
   ``--telemetry-interval`` (default 0.1 s).
 - ``step_end``: a training step (``step``, the global iteration, warm-up included) returned at ``time_s``.
-- ``window_start`` / ``window_end``: the synchronised edges of timed window ``window`` (0, 1, ... with --repeats).
+- ``window_start`` / ``window_end``: the synchronised edges of timed window ``window`` (0, 1, ... with --windows).
 
 ``time_s`` is CLOCK_MONOTONIC in seconds (``time.monotonic``): one clock for every process on a host, so the
 workers of one sweep share a time axis. ``phase`` is what the worker was doing: ``setup`` (model built, before the

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from trainbench.errors import UsageError
+from trainbench.results import fields
 from trainbench.results.files import write_text_atomic
 from trainbench.results.header import RunHeader
 from trainbench.results.layout import ENV, STEPS, SUMMARY, batch_file
@@ -53,14 +54,15 @@ RUNS_FILE = "variability_runs.csv"
 GPUS_FILE = "variability_gpus.csv"
 ACROSS_FILE = "variability_across.csv"
 
-# A result's values read into the runs table (telemetry names as TELEMETRY_VALUES spells them).
-RUN_VALUES: tuple[str, ...] = (
+# The result fields read into the runs table, looked up in the registry: a field renamed there is an import error
+# here, never a column of Nones.
+RUN_VALUES: tuple[str, ...] = tuple(fields.BY_NAME[name].name for name in (
     "samples_per_sec",
     "sm_clock_median_mhz",
     "mean_power_w",
     "temperature_max_c",
     "joules_per_sample",
-)
+))
 RUN_COLUMNS: tuple[str, ...] = (
     "host", "gpu_index", "uuid", "name", "repetition", "batch_size", "status", *RUN_VALUES, "run", "error",
 )

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.standins.engine import StandInEngine
 from tests.test_report_html import page_of
 from trainbench.bench import sweep, throughput_run
 from trainbench.bench.compare import compare_loaded, load_run
@@ -21,7 +22,6 @@ from trainbench.campaign import table
 from trainbench.campaign.table import campaign_table
 from trainbench.config import BenchConfig, ModelConfig
 from trainbench.engines.base import Engine
-from trainbench.engines.capabilities import TORCH
 from trainbench.report import sections
 from trainbench.results import fields, layout
 from trainbench.results.fields import FLAT, Field, Group, Merge, Where
@@ -50,28 +50,9 @@ def with_peak(monkeypatch: pytest.MonkeyPatch) -> Field:
     return PEAK
 
 
-class _Runner:
-    """A training step that does nothing: the worker's measurement runs for real around it."""
-
-    images_per_step = 2
-    compile_s = None  # nothing prepared ahead of the windows
-
-    def step(self) -> None:
-        pass
-
-    def sync(self) -> None:
-        pass
-
-
-class _Engine:
-    name = "nothing"
-    capabilities = TORCH  # measured as a torch process is: its own GPU
-
-    def make_runner(self, config: BenchConfig) -> _Runner:
-        return _Runner()
-
-    def versions(self) -> dict[str, Any]:
-        return {}
+def nothing() -> StandInEngine:
+    """An engine whose step does nothing: the worker's measurement runs for real around it."""
+    return StandInEngine("nothing")
 
 
 def measure_peak(config: BenchConfig, engine: Engine, timeline: Path | None = None) -> Measurement:
@@ -86,7 +67,7 @@ import sys
 sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
 from tests import test_fields
 from trainbench.bench import worker
-worker.load_engine = lambda name: test_fields._Engine()
+worker.load_engine = lambda name: test_fields.nothing()
 raise SystemExit(worker.main(sys.argv[1:], test_fields.measure_peak))
 """
 
@@ -143,7 +124,7 @@ def test_one_registry_entry_reaches_every_file_the_report_and_the_rank_merge(wit
     """The same in this process (the worker's measurement called directly), and ranks merged by the entry's rule."""
     run = campaign_run(tmp_path / "campaign")
     for config in configs(2, 4):
-        done = measure_peak(config, _Engine())  # type: ignore[arg-type]
+        done = measure_peak(config, nothing())  # type: ignore[arg-type]
         run.add(BatchResult.from_row(json.loads(json.dumps(done.result.to_row()))), done.warmup_s, done.step_s)
     assert_everywhere(tmp_path / "campaign", run, with_peak, {2: 2000, 4: 4000}, tmp_path)
     lead, other = run.results[0], run.results[0].replace(peak_memory_bytes=7000)
@@ -154,7 +135,7 @@ def test_one_registry_entry_reaches_every_file_the_report_and_the_rank_merge(wit
 
 def test_a_value_no_field_declares_is_an_error_naming_it(tmp_path: Path) -> None:
     run = ThroughputRun(tmp_path, {"framework": "torch"})
-    done = measure_peak(configs(2)[0], _Engine())  # type: ignore[arg-type]
+    done = measure_peak(configs(2)[0], nothing())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="peak_memory_bytes is no result field"):
         run.add(done.result)
     with pytest.raises(ValueError, match="peak_memory_bytes is no result field"):

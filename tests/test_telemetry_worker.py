@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
+from tests.standins.engine import StandInEngine
 from trainbench.bench.worker import measure
 from trainbench.config import BenchConfig, ModelConfig
-from trainbench.engines.capabilities import TORCH
 from trainbench.telemetry.nvml import gpu_report, visible_gpu_count
 from trainbench.telemetry.schema import EVENT_SAMPLE, GPU_TELEMETRY, REASON_BITS, TELEMETRY_VALUES
 
@@ -61,28 +61,9 @@ def nvml(monkeypatch: pytest.MonkeyPatch) -> Callable[..., ModuleType]:
     return install
 
 
-class SleepRunner:
-    """A training step of fixed wall time."""
-
-    images_per_step = 16
-    compile_s = None  # nothing prepared ahead of the windows
-
-    def step(self) -> None:
-        time.sleep(STEP_S)
-
-    def sync(self) -> None:
-        pass
-
-
-class SleepEngine:
-    name = "sleep"
-    capabilities = TORCH  # measured as a torch process is: its own GPU
-
-    def make_runner(self, config: BenchConfig) -> SleepRunner:
-        return SleepRunner()
-
-    def versions(self) -> dict[str, Any]:
-        return {}
+def sleeping() -> StandInEngine:
+    """An engine whose training step takes a fixed wall time."""
+    return StandInEngine("sleep", lambda: time.sleep(STEP_S), images_per_step=16)
 
 
 def config(device: str = "cuda", steps: int = 20, windows: int = 1, interval: float = 0.02) -> BenchConfig:
@@ -98,7 +79,7 @@ def timeline_rows(path: Path) -> list[dict[str, str]]:
 def test_energy_power_clock_and_throttling_of_a_window(nvml: Callable[..., ModuleType], tmp_path: Path) -> None:
     standin = nvml([h100(0)])
     timeline = tmp_path / "telemetry" / "batch_16.csv"
-    done = measure(config(steps=20, windows=2), SleepEngine(), timeline)  # type: ignore[arg-type]
+    done = measure(config(steps=20, windows=2), sleeping(), timeline)  # type: ignore[arg-type]
     values = done.result.values
     assert set(TELEMETRY_VALUES) <= set(values)
     seconds = values["window_s"]  # both windows: about 2 x 20 x 0.02 s
@@ -127,7 +108,7 @@ def test_the_worker_reads_the_gpu_cuda_shows_it(nvml: Callable[..., ModuleType],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     nvml([h100(0), h100(1), h100(2)])
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", h100(2)["uuid"])
-    values = measure(config(), SleepEngine(), tmp_path / "t.csv").result.values  # type: ignore[arg-type]
+    values = measure(config(), sleeping(), tmp_path / "t.csv").result.values  # type: ignore[arg-type]
     assert [gpu["index"] for gpu in values[GPU_TELEMETRY]] == [2]
     assert values["sampled_power_w"] == pytest.approx(320.0)
     assert {row["gpu"] for row in timeline_rows(tmp_path / "t.csv") if row["event"] == EVENT_SAMPLE} == {"2"}
@@ -138,7 +119,7 @@ def test_a_gpu_without_energy_counter_or_new_reason_names_still_gives_the_rest(
     thermal = REASON_BITS["hw_thermal_slowdown"]
     nvml([h100(0, unsupported=["nvmlDeviceGetTotalEnergyConsumption"], violation_ns_per_s={},
                clock_event_reasons=thermal)], missing=["nvmlDeviceGetCurrentClocksEventReasons"])
-    values = measure(config(), SleepEngine(), tmp_path / "t.csv").result.values  # type: ignore[arg-type]
+    values = measure(config(), sleeping(), tmp_path / "t.csv").result.values  # type: ignore[arg-type]
     assert values["energy_j"] is values["joules_per_sample"] is values["mean_power_w"] is None
     assert "no energy counter" in values["telemetry_note"]
     assert values["sampled_power_w"] == pytest.approx(300.0)
@@ -150,7 +131,7 @@ def test_a_gpu_without_energy_counter_or_new_reason_names_still_gives_the_rest(
 def test_a_window_shorter_than_the_energy_counter_period_gives_no_energy(
         nvml: Callable[..., ModuleType], tmp_path: Path) -> None:
     nvml([h100(0)])
-    values = measure(config(steps=2), SleepEngine(), tmp_path / "t.csv").result.values  # type: ignore[arg-type]
+    values = measure(config(steps=2), sleeping(), tmp_path / "t.csv").result.values  # type: ignore[arg-type]
     assert values["energy_j"] is None
     assert "shorter than the energy counter's update period" in values["telemetry_note"]
 
@@ -158,7 +139,7 @@ def test_a_window_shorter_than_the_energy_counter_period_gives_no_energy(
 def test_without_a_timeline_path_or_interval_energy_is_still_read(nvml: Callable[..., ModuleType],
                                                                  tmp_path: Path) -> None:
     nvml([h100(0)])
-    values = measure(config(interval=0), SleepEngine(), tmp_path / "t.csv").result.values  # type: ignore[arg-type]
+    values = measure(config(interval=0), sleeping(), tmp_path / "t.csv").result.values  # type: ignore[arg-type]
     assert values["mean_power_w"] == pytest.approx(300.0, rel=0.05)
     assert values["telemetry_samples"] == 0 and values["sm_clock_median_mhz"] is None
     assert not (tmp_path / "t.csv").exists()
@@ -167,7 +148,7 @@ def test_without_a_timeline_path_or_interval_energy_is_still_read(nvml: Callable
 def test_on_the_cpu_there_is_no_gpu_telemetry_and_no_timeline(nvml: Callable[..., ModuleType],
                                                              tmp_path: Path) -> None:
     nvml([h100(0)])
-    values = measure(config(device="cpu"), SleepEngine(), tmp_path / "t.csv").result.values  # type: ignore[arg-type]
+    values = measure(config(device="cpu"), sleeping(), tmp_path / "t.csv").result.values  # type: ignore[arg-type]
     assert values["telemetry_note"] == "no GPU telemetry: the run is on the cpu"
     assert all(values[name] is None for name in TELEMETRY_VALUES if name != "telemetry_note")
     assert not (tmp_path / "t.csv").exists()
@@ -175,7 +156,7 @@ def test_on_the_cpu_there_is_no_gpu_telemetry_and_no_timeline(nvml: Callable[...
 
 def test_without_nvml_the_worker_measures_and_says_why(nvml: Callable[..., ModuleType], tmp_path: Path) -> None:
     nvml([h100(0)], init_error=9)  # NVML_ERROR_DRIVER_NOT_LOADED
-    done = measure(config(), SleepEngine(), tmp_path / "t.csv")  # type: ignore[arg-type]
+    done = measure(config(), sleeping(), tmp_path / "t.csv")  # type: ignore[arg-type]
     assert done.result.ok and done.result.values["samples_per_sec"] > 0
     assert done.result.values["telemetry_note"].startswith("no GPU telemetry: NVML: ")
     assert done.result.values["energy_j"] is None
@@ -194,6 +175,6 @@ def test_a_timeline_that_cannot_be_written_leaves_the_energy(nvml: Callable[...,
                                                              tmp_path: Path) -> None:
     nvml([h100(0)])
     (tmp_path / "afile").write_text("")
-    values = measure(config(), SleepEngine(), tmp_path / "afile" / "t.csv").result.values  # type: ignore[arg-type]
+    values = measure(config(), sleeping(), tmp_path / "afile" / "t.csv").result.values  # type: ignore[arg-type]
     assert values["mean_power_w"] == pytest.approx(300.0, rel=0.05)
     assert f"no timeline: {tmp_path / 'afile' / 't.csv'}" in values["telemetry_note"]

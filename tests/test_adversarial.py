@@ -219,6 +219,7 @@ add("model", [
 ])
 add("report", [Case(("report", f"{{w}}/{name}", "-o", "{w}/never.html"), (f"{{w}}/{name}",))
                for name in ("missing", "afile", "emptydir", "loop", "run_binary")])
+add("workloads", [Case(("workloads", "{w}/missing"), ("{w}/missing",))])  # it takes no argument
 add("timeline", [Case(("timeline", f"{{w}}/{name}"), (f"{{w}}/{name}",))
                  for name in ("missing.csv", "afile", "emptydir", "garbage.bin", "empty.csv", "loop")])
 for runner in (("coreutil",), COREUTIL_SCRIPT):

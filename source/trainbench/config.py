@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from trainbench.errors import UsageError
 from trainbench.results.records import unstamped
+from trainbench.workloads.resnet50 import RESNET50
 
 Framework = Literal["tf", "torch"]
 Precision = Literal["fp32", "fp16", "bf16"]
@@ -49,8 +50,9 @@ CPU_BATCH_SIZES: tuple[int, ...] = (1, 2, 4)
 # near 64k. Up to this bound a batch that cannot be allocated is a recorded allocation failure, not a refusal.
 MAX_BATCH_SIZE = 2**24
 MAX_COUNT = 10**9  # steps, iterations, epochs, windows, repetitions, examples: 10**9 steps of any size would take years
-MAX_IMAGE_SIZE = 4096
-MAX_NUM_CLASSES = 2**20
+# The image bounds are the workload's, written once in its descriptor (workloads/resnet50.py).
+MIN_IMAGE_SIZE, MAX_IMAGE_SIZE = RESNET50.params["image_size"].minimum, RESNET50.params["image_size"].maximum
+MIN_NUM_CLASSES, MAX_NUM_CLASSES = RESNET50.params["num_classes"].minimum, RESNET50.params["num_classes"].maximum
 MAX_SEED = 2**32 - 1  # numpy's and TensorFlow's seeds are unsigned 32-bit
 MAX_WORKERS = 1024  # input pipeline processes or threads
 # GPU timeline period, seconds: 0 is off; below 10 ms the sampler's NVML queries would compete with the training
@@ -153,8 +155,8 @@ class ModelConfig:
         check_choice("precision", self.precision, PRECISIONS)
         check_choice("device", self.device, DEVICES)
         check_choice("compile mode", self.compile_mode, COMPILE_MODES)
-        check("image size", int_problem(self.image_size, 32, MAX_IMAGE_SIZE))
-        check("number of classes", int_problem(self.num_classes, 2, MAX_NUM_CLASSES))
+        check("image size", int_problem(self.image_size, MIN_IMAGE_SIZE, MAX_IMAGE_SIZE))
+        check("number of classes", int_problem(self.num_classes, MIN_NUM_CLASSES, MAX_NUM_CLASSES))
         check("seed", int_problem(self.seed, 0, MAX_SEED))
         refuse(problems(self))
 

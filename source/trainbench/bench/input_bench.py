@@ -22,6 +22,7 @@ from trainbench.config import (
     MAX_IMAGE_SIZE,
     MAX_SEED,
     MAX_WORKERS,
+    MIN_IMAGE_SIZE,
     Framework,
     Loader,
     check,
@@ -56,7 +57,7 @@ class InputBench:
         if problem := loader_problem(self.loader, self.framework, self.data, "auto"):
             raise UsageError(problem)
         check("batch size", int_problem(self.batch_size, 1, MAX_BATCH_SIZE))
-        check("image size", int_problem(self.image_size, 32, MAX_IMAGE_SIZE))
+        check("image size", int_problem(self.image_size, MIN_IMAGE_SIZE, MAX_IMAGE_SIZE))
         check("warm-up batches", int_problem(self.warmup, 0))
         check("timed batches", int_problem(self.steps))
         if self.workers is not None:

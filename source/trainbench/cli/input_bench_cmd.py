@@ -18,7 +18,15 @@ from trainbench.cli.options import (
     path_text,
     whole_number,
 )
-from trainbench.config import FRAMEWORKS, MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_WORKERS, ModelConfig, field_default
+from trainbench.config import (
+    FRAMEWORKS,
+    MAX_BATCH_SIZE,
+    MAX_IMAGE_SIZE,
+    MAX_WORKERS,
+    MIN_IMAGE_SIZE,
+    ModelConfig,
+    field_default,
+)
 from trainbench.engines.capabilities import capabilities_of
 
 
@@ -42,7 +50,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=whole_number(0, MAX_WORKERS), default=field_default(InputBench, "workers"),
                         metavar="N",
                         help="torch: DataLoader worker processes; tf: tf.data threads (default: all cores)")
-    parser.add_argument("--image-size", type=whole_number(32, MAX_IMAGE_SIZE), default=image_size, metavar="PX",
+    parser.add_argument("--image-size", type=whole_number(MIN_IMAGE_SIZE, MAX_IMAGE_SIZE), default=image_size,
+                        metavar="PX",
                         help=f"square output size (default {image_size})")
     parser.add_argument("--seed", type=SEED, default=field_default(InputBench, "seed"))
     add_loader_option(parser)

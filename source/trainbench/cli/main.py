@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "model_cmd",
     "report_cmd",
     "timeline_cmd",
+    "workloads_cmd",
 )
 
 

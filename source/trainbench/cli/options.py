@@ -23,6 +23,7 @@ from trainbench.config import (
     MAX_NUM_CLASSES,
     MAX_PROCESSES,
     MAX_SEED,
+    MIN_IMAGE_SIZE,
     PRECISIONS,
     BenchConfig,
     LaunchConfig,
@@ -193,7 +194,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     add_choice_option(parser, "--precision", PRECISIONS, field_default(ModelConfig, "precision"))
     add_choice_option(parser, "--device", DEVICES, field_default(ModelConfig, "device"))
     image_size = field_default(ModelConfig, "image_size")
-    parser.add_argument("--image-size", type=whole_number(32, MAX_IMAGE_SIZE), default=image_size, metavar="PX",
+    parser.add_argument("--image-size", type=whole_number(MIN_IMAGE_SIZE, MAX_IMAGE_SIZE), default=image_size,
+                        metavar="PX",
                         help=f"square input size (default {image_size})")
     parser.add_argument("--num-classes", type=whole_number(2, MAX_NUM_CLASSES),  # None: see _num_classes
                         help="classifier outputs (default: the data's classes with --data, else "

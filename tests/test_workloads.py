@@ -1,0 +1,53 @@
+"""The workload registry (``trainbench.workloads``): descriptors looked up by name, importing no framework."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import run_main
+from trainbench import workloads
+from trainbench.config import ModelConfig, field_default
+from trainbench.errors import UsageError
+from trainbench.workloads import Param, Workload
+
+
+def test_resnet50_is_registered_with_the_settings_modelconfig_checks() -> None:
+    resnet = workloads.get("resnet50")
+    assert workloads.names() == ("resnet50",)
+    assert resnet.frameworks == ("torch", "tf") and resnet.sample_unit == "image"
+    for name in ("image_size", "num_classes"):  # the descriptor's defaults are the network's, and its bounds hold
+        param = resnet.params[name]
+        assert param.default == field_default(ModelConfig, name)
+        ModelConfig(**{name: param.maximum})
+        with pytest.raises(UsageError):
+            ModelConfig(**{name: param.minimum - 1})
+
+
+def test_an_unknown_name_is_one_line_naming_the_known_ones() -> None:
+    with pytest.raises(UsageError, match=r"^unknown workload 'bret': choose one of resnet50$"):
+        workloads.get("bret")
+
+
+def test_a_name_registered_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workloads, "_WORKLOADS", dict(workloads._WORKLOADS))
+    twin = Workload("resnet50", "ResNet-50", "image classification", "image", {"image_size": Param(224, 32, 64, "")},
+                    {"full": ""}, {"torch": "x"})
+    with pytest.raises(ValueError, match="registered twice"):
+        workloads.register(twin)
+
+
+def test_the_registry_loads_no_framework() -> None:
+    """The command line, campaigns and the report ask the registry before any worker: it must stay cheap."""
+    code = "import sys, trainbench.workloads; print(sorted({'torch', 'tensorflow'} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
+def test_the_command_lists_each_workload_with_its_references() -> None:
+    result = run_main("workloads")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("resnet50: ResNet-50, image classification; one sample is one image\n")
+    assert "image_size: default 224 (32 to 4096)" in out and "torch: torchvision.models.resnet50" in out

@@ -190,7 +190,7 @@ def test_sigterm_ends_a_forked_child_silently_as_without_the_handler() -> None:
         (["throughput", "--no-such-option"], "trainbench: throughput: unrecognized arguments: --no-such-option"),
         (["nonsense"], "trainbench: argument command: invalid choice: 'nonsense' (choose from 'throughput', "
          "'compare', 'train', 'data', 'coreutil', 'input-bench', 'profile', "
-         "'campaign', 'variability', 'model', 'report', 'timeline')"),
+         "'campaign', 'variability', 'model', 'report', 'timeline', 'workloads')"),
         (["throughput", "--telemetry-interval", "0.001"], "trainbench: throughput: argument --telemetry-interval: "
          "must be 0 (no timeline) or from 0.01 to 60 seconds, got 0.001"),
         (["throughput", "--telemetry-interval", "often"], "trainbench: throughput: argument --telemetry-interval: "

@@ -21,7 +21,7 @@ from trainbench.campaign import (
 )
 from trainbench.config import BenchConfig, ProfileConfig, field_default
 from trainbench.errors import UsageError
-from trainbench.results.files import in_unfinished_run
+from trainbench.results.layout import in_unfinished_run
 
 SMALLEST = """\
 axes:

@@ -35,7 +35,8 @@ from trainbench.profile.run import ProfileRun
 from trainbench.report.found import ReportData
 from trainbench.report.html import SECTIONS, render
 from trainbench.report.page import cell, cell_text
-from trainbench.results.files import batch_file, write_csv_atomic, write_json_atomic
+from trainbench.results.files import write_csv_atomic, write_json_atomic
+from trainbench.results.layout import batch_file
 from trainbench.results.records import BatchResult, Status
 from trainbench.telemetry.schema import TELEMETRY_DIR, TELEMETRY_FIELDS, VARIABILITY_FILE
 

@@ -44,7 +44,8 @@ from trainbench.report.html import render
 from trainbench.report.plot import MAX_LINES, batch_size_figure
 from trainbench.report.sections import unique_labels
 from trainbench.report.telemetry_plot import read_timeline, timeline_problems
-from trainbench.results.files import batch_file, write_csv_atomic, write_json_atomic
+from trainbench.results.files import write_csv_atomic, write_json_atomic
+from trainbench.results.layout import batch_file
 from trainbench.results.records import BatchResult, Status
 from trainbench.telemetry.schema import TELEMETRY_DIR, TELEMETRY_FIELDS, VARIABILITY_FILE
 

@@ -13,7 +13,8 @@ from trainbench.bench.sweep import death_result
 from trainbench.errors import UsageError
 from trainbench.profile.run import ProfileRun
 from trainbench.results.failure import OOM_MARKERS, failure_status, is_out_of_memory, one_line, says_out_of_memory
-from trainbench.results.files import batch_file, in_unfinished_run, worker_file, write_json_atomic
+from trainbench.results.files import write_json_atomic
+from trainbench.results.layout import batch_file, in_unfinished_run, worker_file
 from trainbench.results.records import FORMAT, BatchResult, RecordError, RunSummary, Status, format_of
 from trainbench.results.store import read_summary
 

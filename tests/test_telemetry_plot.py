@@ -10,7 +10,8 @@ import pytest
 
 from trainbench.report import telemetry_plot
 from trainbench.report.telemetry_plot import plot_telemetry, read_timeline, throttled_samples, timed_spans
-from trainbench.results.files import batch_file, write_csv_atomic
+from trainbench.results.files import write_csv_atomic
+from trainbench.results.layout import batch_file
 from trainbench.telemetry.schema import (
     EVENT_SAMPLE,
     EVENT_STEP_END,

@@ -16,7 +16,8 @@ import pytest
 from trainbench.analysis import variability as var
 from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.errors import UsageError
-from trainbench.results.files import batch_file, temporary_files, write_csv_atomic, write_json_atomic
+from trainbench.results.files import temporary_files, write_csv_atomic, write_json_atomic
+from trainbench.results.layout import batch_file
 from trainbench.results.records import BatchResult, Status
 from trainbench.telemetry.schema import (
     EVENT_SAMPLE,

@@ -19,7 +19,8 @@ from typing import Any
 from tests.study import StudyCase
 from tests.test_report_html import campaign_folder, throughput_run
 from trainbench.bench.throughput_run import ThroughputRun
-from trainbench.results.files import batch_file, write_json_atomic
+from trainbench.results.files import write_json_atomic
+from trainbench.results.layout import batch_file
 from trainbench.results.records import BatchResult, Status
 from trainbench.telemetry.schema import TELEMETRY_DIR, TELEMETRY_FIELDS, VARIABILITY_FILE
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from trainbench.config import ProfileConfig
 from trainbench.errors import UsageError
-from trainbench.results.files import batch_file
+from trainbench.results.layout import batch_file
 
 TORCH_TRACE = "trace.json"  # Chrome trace: chrome://tracing, Perfetto, or TensorBoard's profile plugin
 TORCH_OPERATORS = "operators.csv"

@@ -15,7 +15,7 @@ from trainbench.analysis.coreutil import CORES, analyze_file
 from trainbench.errors import UsageError
 from trainbench.profile.gpu_target import GpuTarget
 from trainbench.profile.tools import counter_permission_failure, find_binary
-from trainbench.results.files import batch_file
+from trainbench.results.layout import batch_file
 
 if TYPE_CHECKING:
     import pandas as pd

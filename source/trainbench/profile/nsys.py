@@ -14,8 +14,8 @@ from typing import Any
 from trainbench.errors import UsageError, os_reason
 from trainbench.profile.gpu_target import GpuTarget
 from trainbench.profile.tools import find_binary
-from trainbench.results.files import batch_file, write_json_atomic
-from trainbench.results.layout import NSYS_TIMELINE
+from trainbench.results.files import write_json_atomic
+from trainbench.results.layout import NSYS_TIMELINE, batch_file
 from trainbench.results.records import unstamped
 
 TRACES = "cuda,nvtx,cudnn,cublas"

@@ -12,7 +12,7 @@ from trainbench.analysis.nvprof_trace import summarize_gpu_trace
 from trainbench.errors import UsageError
 from trainbench.profile.gpu_target import GpuTarget
 from trainbench.profile.tools import counter_permission_failure, find_binary
-from trainbench.results.files import batch_file
+from trainbench.results.layout import batch_file
 
 LAST_SUPPORTED = (8, 0)  # first compute capability nvprof refuses
 

@@ -7,8 +7,7 @@ atomically, per-batch-size file names.
   the old one: never half-written, and never a temporary name two processes share. A full disk is one line.
 - ``write_json_atomic`` stamps the results model's format version into every JSON object it writes.
 
-The names of run files and folders are ``results.layout``'s; the few imported from here by modules written before
-it held them (``batch_file``, ``worker_file``, the unfinished-run markers) are still found here.
+The names of run files and folders are ``results.layout``'s, imported from there only.
 """
 
 from __future__ import annotations
@@ -26,13 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from trainbench.errors import UsageError, os_reason
-from trainbench.results.layout import ABANDONED as ABANDONED
-from trainbench.results.layout import IN_PROGRESS as IN_PROGRESS
-from trainbench.results.layout import LOGS as LOGS
-from trainbench.results.layout import REFUSED as REFUSED
-from trainbench.results.layout import batch_file as batch_file
-from trainbench.results.layout import in_unfinished_run as in_unfinished_run
-from trainbench.results.layout import worker_file as worker_file
 from trainbench.results.records import stamped
 
 _TEMPORARY = ".tmp"

@@ -62,7 +62,9 @@ def test_name_lists_come_from_the_literal_types_in_their_documented_order() -> N
 
 
 def test_field_default_reads_plain_defaults_and_factories() -> None:
-    assert field_default(ModelConfig, "image_size") == 224
+    assert field_default(ModelConfig, "workload") == "resnet50"
+    assert field_default(ModelConfig, "image_size") is None  # the workload's default: ModelConfig().param()
+    assert ModelConfig().param("image_size") == 224 and ModelConfig(size="tiny").param("image_size") == 64
     assert field_default(TrainConfig, "optimizer") == OptimizerConfig(label_smoothing=0.1)
     with pytest.raises(LookupError):
         field_default(TrainConfig, "model")  # required: no default to offer

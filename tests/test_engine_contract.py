@@ -262,7 +262,7 @@ def wrapped(error: BaseException) -> BaseException:
 @pytest.mark.slow
 def test_the_runner_counts_its_images_and_trains(framework: Framework, engine: Engine) -> None:
     runner = engine.make_runner(BenchConfig(model=model_config(framework), batch_size=2))
-    assert runner.images_per_step == 2  # one device: the batch
+    assert runner.samples_per_step == 2  # one device: the batch
     assert runner.compile_s is None  # nothing compiled ahead of the windows without --compile or --cuda-graph
     before = framework.weights(runner)
     runner.step()

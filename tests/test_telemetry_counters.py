@@ -205,7 +205,7 @@ class LockStep:
     """Samples and steps taken in turn: each step moves the clock only while the sampler's thread waits inside
     ``sample()`` (its time and phase already read), so every sample is of one known clock value."""
 
-    images_per_step = 8
+    samples_per_step = 8
 
     def __init__(self, clock: StepClock) -> None:
         self.clock = clock

@@ -63,7 +63,7 @@ def nvml(monkeypatch: pytest.MonkeyPatch) -> Callable[..., ModuleType]:
 
 def sleeping() -> StandInEngine:
     """An engine whose training step takes a fixed wall time."""
-    return StandInEngine("sleep", lambda: time.sleep(STEP_S), images_per_step=16)
+    return StandInEngine("sleep", lambda: time.sleep(STEP_S), samples_per_step=16)
 
 
 def config(device: str = "cuda", steps: int = 20, windows: int = 1, interval: float = 0.02) -> BenchConfig:

@@ -235,7 +235,7 @@ MIRRORED = textwrap.dedent(
     model = ModelConfig(framework="tf", image_size=32, num_classes=4, device="cpu")
 
     runner = tf_engine.ENGINE.make_runner(BenchConfig(model=model, batch_size=2))
-    assert runner.images_per_step == 4, runner.images_per_step
+    assert runner.samples_per_step == 4, runner.samples_per_step
     kernel = runner.network.get_layer("conv1").kernel
     before = kernel.values[0].numpy().copy()
     runner.step()

@@ -201,7 +201,7 @@ WORKER = textwrap.dedent(
         before = digest(runner.network.trainable_variables)
         runner.step()
         runner.sync()
-        print(json.dumps({**common(runner._strategy), "images_per_step": runner.images_per_step, "before": before,
+        print(json.dumps({**common(runner._strategy), "samples_per_step": runner.samples_per_step, "before": before,
                           "after": digest(runner.network.trainable_variables)}), flush=True)
         sys.exit()
 
@@ -354,4 +354,4 @@ def test_two_slurm_tasks_step_the_benchmark_runner(tmp_path: Path) -> None:
                 pytest.skip(f"port {port} is in use here; SlurmClusterResolver's workers listen on {SLURM_PORTS}")
     reports = two_workers(tmp_path, "runner", slurm=True)
     check_workers(reports)
-    assert reports["worker0"]["images_per_step"] == 4  # what images/s counts: both workers' replicas
+    assert reports["worker0"]["samples_per_step"] == 4  # what images/s counts: both workers' replicas

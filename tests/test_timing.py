@@ -72,7 +72,7 @@ def test_hooks_see_every_iteration_number_in_order() -> None:
 class CountingRunner:
     """A step that does nothing but count: what matters here is how many steps run, and where the syncs fall."""
 
-    images_per_step = 4
+    samples_per_step = 4
     compile_s = None  # nothing prepared ahead of the windows
 
     def __init__(self) -> None:

@@ -16,18 +16,19 @@ from trainbench.workloads import Param, Workload
 
 def test_resnet50_is_registered_with_the_settings_modelconfig_checks() -> None:
     resnet = workloads.get("resnet50")
-    assert workloads.names() == ("resnet50",)
+    assert workloads.names() == ("bert", "gpt2", "resnet50", "retinanet", "transformer")
     assert resnet.frameworks == ("torch", "tf") and resnet.sample_unit == "image"
     for name in ("image_size", "num_classes"):  # the descriptor's defaults are the network's, and its bounds hold
         param = resnet.params[name]
-        assert param.default == field_default(ModelConfig, name)
+        assert field_default(ModelConfig, name) is None and ModelConfig().param(name) == param.default
         ModelConfig(**{name: param.maximum})
         with pytest.raises(UsageError):
             ModelConfig(**{name: param.minimum - 1})
 
 
 def test_an_unknown_name_is_one_line_naming_the_known_ones() -> None:
-    with pytest.raises(UsageError, match=r"^unknown workload 'bret': choose one of resnet50$"):
+    known = "bert, gpt2, resnet50, retinanet, transformer"
+    with pytest.raises(UsageError, match=rf"^unknown workload 'bret': choose one of {known}$"):
         workloads.get("bret")
 
 
@@ -49,5 +50,5 @@ def test_the_command_lists_each_workload_with_its_references() -> None:
     result = run_main("workloads")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.startswith("resnet50: ResNet-50, image classification; one sample is one image\n")
+    assert "\nresnet50: ResNet-50, image classification; one sample is one image\n" in out
     assert "image_size: default 224 (32 to 4096)" in out and "torch: torchvision.models.resnet50" in out

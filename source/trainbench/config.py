@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
 
+from trainbench import workloads
 from trainbench.errors import UsageError
 from trainbench.results.records import unstamped
 from trainbench.workloads.resnet50 import RESNET50
@@ -140,8 +141,13 @@ class ModelConfig:
 
     framework: Framework = "torch"
     precision: Precision = "fp32"
-    image_size: int = 224
-    num_classes: int = 1000
+    workload: str = "resnet50"  # a name in the workload registry (trainbench.workloads)
+    size: str = "full"  # the workload's published network, or "tiny" (CPU tests, the demo)
+    # The workload's shape settings (its descriptor's params): None is the workload's default at this size; read
+    # them with param(). Setting one the workload does not have is refused.
+    image_size: int | None = None
+    num_classes: int | None = None
+    seq_len: int | None = None
     device: Device = "auto"
     xla: bool = False  # TensorFlow: jit_compile the training step
     compile: bool = False  # PyTorch: torch.compile the model
@@ -155,10 +161,37 @@ class ModelConfig:
         check_choice("precision", self.precision, PRECISIONS)
         check_choice("device", self.device, DEVICES)
         check_choice("compile mode", self.compile_mode, COMPILE_MODES)
-        check("image size", int_problem(self.image_size, MIN_IMAGE_SIZE, MAX_IMAGE_SIZE))
-        check("number of classes", int_problem(self.num_classes, MIN_NUM_CLASSES, MAX_NUM_CLASSES))
+        check_choice("workload", self.workload, workloads.names())
+        workload = workloads.get(self.workload)
+        check_choice("size", self.size, tuple(workload.sizes))
+        for name in PARAM_FIELDS:
+            value = getattr(self, name)
+            if value is not None and name in workload.params:
+                bounds = workload.params[name]
+                check(PARAM_NAMES[name], int_problem(value, bounds.minimum, bounds.maximum))
         check("seed", int_problem(self.seed, 0, MAX_SEED))
         refuse(problems(self))
+
+    @property
+    def spec(self) -> workloads.Workload:
+        """The workload's descriptor."""
+        return workloads.get(self.workload)
+
+    def param(self, name: str) -> int:
+        """A shape setting as run: as given, else the workload's default at this size."""
+        value = getattr(self, name)
+        return self.spec.default(name, self.size) if value is None else value
+
+    def params(self) -> dict[str, int]:
+        """Every shape setting the workload has, as run."""
+        return {name: self.param(name) for name in self.spec.params}
+
+
+# The shape settings a ModelConfig can carry (the union of the registered workloads' params), and their names in
+# messages. A workload's descriptor says which apply to it.
+PARAM_FIELDS: tuple[str, ...] = ("image_size", "num_classes", "seq_len")
+PARAM_NAMES: dict[str, str] = {"image_size": "image size", "num_classes": "number of classes",
+                               "seq_len": "sequence length"}
 
 
 def uses_cuda_graphs(model: ModelConfig) -> bool:
@@ -189,7 +222,7 @@ def problems(model: ModelConfig, *, device: str | None = None, launch: LaunchCon
     ModelConfig, BenchConfig and TrainConfig refuse the first problem when built, so a configuration that exists
     passes; campaigns drop the combinations that have one (campaign.matrix.illegal)."""
     device = device or model.device
-    found = [*_framework_flag_problems(model), step_mode_problem(model, device)]
+    found = [*workload_problems(model, data), *_framework_flag_problems(model), step_mode_problem(model, device)]
     if profiler is not None:
         found.append(profiler_problem(profiler, model.framework, device))
     if launch is not None and (problem := launch.problem_for(model.framework)):
@@ -203,6 +236,21 @@ def refuse(found: list[str]) -> None:
     """Raise the first of ``problems``' answer as a UsageError."""
     if found:
         raise UsageError(found[0])
+
+
+def workload_problems(model: ModelConfig, data: str | None = None) -> list[str | None]:
+    """Why the workload cannot run as asked: a framework without its implementation, a shape setting it does not
+    have, a setting its descriptor marks unsupported (channels_last on a transformer), or --data it cannot read."""
+    workload = model.spec
+    found: list[str | None] = [workload.framework_problem(model.framework)]
+    found += [f"--{name.replace('_', '-')} does not apply to --workload {model.workload} (its settings: "
+              f"{', '.join(workload.params) or 'none'})"
+              for name in PARAM_FIELDS if getattr(model, name) is not None and name not in workload.params]
+    found += [f"--{name.replace('_', '-')} does not apply to --workload {model.workload}: {why}"
+              for name, why in workload.unsupported.items() if getattr(model, name, False)]
+    if data is not None and model.framework not in workload.data:
+        found.append(f"--data: --workload {model.workload} runs on synthetic data only for now (drop --data)")
+    return found
 
 
 def _framework_flag_problems(model: ModelConfig) -> list[str]:

@@ -13,9 +13,13 @@ from trainbench.engines.capabilities import TORCH
 class StandInRunner:
     compile_s = None  # nothing prepared ahead of the windows
 
-    def __init__(self, step: Callable[[], object], images_per_step: int) -> None:
+    def __init__(self, step: Callable[[], object], samples_per_step: int) -> None:
         self._step = step
-        self.images_per_step = images_per_step
+        self.samples_per_step = samples_per_step
+        self.tokens_per_step: int | None = None
+        self.parameters = 0
+        self.train_flops_per_sample: float | None = None
+        self.flops_note = "a stand-in counts nothing"
 
     def step(self) -> None:
         self._step()
@@ -27,13 +31,13 @@ class StandInRunner:
 class StandInEngine:
     capabilities = TORCH  # measured as a torch process is: its own GPU
 
-    def __init__(self, name: str, step: Callable[[], object] = lambda: None, images_per_step: int = 2) -> None:
+    def __init__(self, name: str, step: Callable[[], object] = lambda: None, samples_per_step: int = 2) -> None:
         self.name = name
         self._step = step
-        self._images_per_step = images_per_step
+        self._samples_per_step = samples_per_step
 
     def make_runner(self, config: BenchConfig) -> StandInRunner:
-        return StandInRunner(self._step, self._images_per_step)
+        return StandInRunner(self._step, self._samples_per_step)
 
     def versions(self) -> dict[str, Any]:
         return {}

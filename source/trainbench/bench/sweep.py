@@ -169,7 +169,7 @@ def run_header(config: BenchConfig, profiling: Profiling | None = None) -> RunHe
     timing = Timing(warmup_steps=config.warmup_steps, timed_steps=config.steps, windows=config.windows,
                     sync_every_step=config.sync_every_step, telemetry_interval_s=config.telemetry_interval_s)
     return RunHeader(framework=model.framework, precision=model.precision, device=model.device,
-                     image_size=model.image_size, data=config.data_label, model=to_dict(model),
+                     image_size=model.param("image_size"), data=config.data_label, model=to_dict(model),
                      launch=to_dict(config.launch),  # batch sizes are per process; images/s counts every process
                      timing=None if profiling else timing, profiling=profiling)
 
@@ -192,7 +192,7 @@ def measure_throughput(
     echo(f"run folder: {run_dir}")
     versions = run_sweep(configs, store, echo, timeout_s, env)
     write_json_atomic(run_dir / ENV, {**environment, "framework": versions})
-    title = f"ResNet-50 {model.framework} {model.precision} on {model.device}, image {model.image_size}px"
+    title = f"ResNet-50 {model.framework} {model.precision} on {model.device}, image {model.param('image_size')}px"
     plot_throughput({model.framework: store.rows()}, run_dir / THROUGHPUT_PLOT, title)
     if plot_telemetry(run_dir / TELEMETRY_DIR, run_dir / TELEMETRY_PLOT, f"GPU telemetry: {title}"):
         echo(f"GPU timeline: {run_dir / TELEMETRY_PLOT}")

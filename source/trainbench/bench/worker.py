@@ -104,7 +104,7 @@ def input_rate(config: BenchConfig) -> float:
     """The input pipeline alone, with the training window's step counts, before the model exists (so its workers
     have the machine to themselves and are gone before training starts)."""
     model = config.model
-    bench = InputBench(model.framework, str(config.data), config.batch_size, model.image_size,
+    bench = InputBench(model.framework, str(config.data), config.batch_size, model.param("image_size"),
                        max(1, config.warmup_steps), config.steps, seed=model.seed, loader=config.loader)
     rate = measure_input(bench)["images_per_sec"]
     print(f"batch {config.batch_size}: input pipeline alone {rate:.2f} images/s", flush=True)
@@ -145,8 +145,8 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
                    for i in range(config.windows)]
     finally:
         telemetry.close()
-    images = runner.images_per_step * config.steps * config.windows
-    values = {**summarize_windows(runner.images_per_step, windows), "gpus_at_window_end": gpu_state(),
+    images = runner.samples_per_step * config.steps * config.windows
+    values = {**summarize_windows(runner.samples_per_step, windows), "gpus_at_window_end": gpu_state(),
               "compile_s": compile_s,
               **telemetry.values([window.window_s for window in windows], images)}
     if pipeline_rate is not None:

@@ -20,7 +20,7 @@ def describe(workload: Workload) -> list[str]:
     lines = [f"{workload.name}: {workload.title}, {workload.category}; one sample is one {workload.sample_unit}"]
     lines += [f"  {name}: default {p.default} ({p.minimum} to {p.maximum}): {p.help}"
               for name, p in workload.params.items()]
-    lines += [f"  size {name}: {what}" for name, what in workload.sizes.items()]
+    lines += [f"  size {name}: {size.about}" for name, size in workload.sizes.items()]
     lines += [f"  {framework}: {reference}" for framework, reference in workload.references.items()]
     return lines
 

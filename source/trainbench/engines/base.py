@@ -33,16 +33,43 @@ CHECKPOINTS_KEPT = 3
 class StepRunner(Protocol):
     """A compiled training step over a fixed input source, ready to be timed."""
 
-    images_per_step: int  # images one step trains on, all replicas together: what images/s counts
+    # Samples one step trains on (images, sequences, sentence pairs), as each engine counts them today: TF all
+    # replicas, torch this process (the sweep counts the world). What samples/s counts.
+    samples_per_step: int
+    tokens_per_step: int | None  # tokens in those samples (sequence workloads); None: the workload has none
     # Seconds spent compiling or capturing the step before any window (torch --compile, --cuda-graph); None when
     # the step is not prepared ahead (TensorFlow traces in the warm-up, which no window holds either).
     compile_s: float | None
+    parameters: int  # trainable parameters of the network, counted from the built model
+    # Floating-point operations of one training step per sample (forward, backward, update), counted from the
+    # model outside every window; None when it could not be counted (the reason in flops_note).
+    train_flops_per_sample: float | None
+    flops_note: str  # how train_flops_per_sample was counted (FlopCounterMode, TF profiler, analytic), or why not
 
     def step(self) -> None:
         """Run one training step: forward, loss, backward, optimizer update. May return before the device is done."""
 
     def sync(self) -> None:
         """Block until the device has finished all work queued so far."""
+
+
+Batch = tuple[Any, Any]  # (inputs, targets): tensors or dicts of tensors of fixed shapes
+
+
+class WorkloadBuilder(Protocol):
+    """What a workload brings to one engine (engines/<framework>_workloads/<name>.py defines BUILDER; the
+    descriptor's ``builders`` names that module). The engine keeps precision, compile/XLA, CUDA graphs, DDP or
+    strategies and synchronisation; the builder brings what is about the network. Typed with Any so that this
+    module imports no framework."""
+
+    def build(self, model: ModelConfig) -> Any:
+        """The network, from model.seed, at model.size (dims from model.spec.dims(model.size)) and model.params()."""
+
+    def synthetic_batch(self, model: ModelConfig, batch_size: int, device: Any, seed: int) -> Batch:
+        """One batch of random inputs and targets of fixed shapes, made on the device outside every window."""
+
+    def loss(self, network: Any, batch: Batch, smoothing: float) -> Any:
+        """Forward pass and mean training loss over the batch; the engine adds autocast or tape and the update."""
 
 
 class Engine(Protocol):

@@ -76,9 +76,9 @@ def _policy(precision: str) -> Iterator[None]:
 
 def _build_model(model: ModelConfig) -> tf_keras.Model:
     """tf-models-official's ResNet-50, on ``image_size`` inputs. Call inside the strategy scope and policy."""
-    network = resnet_model.resnet50(num_classes=model.num_classes, use_l2_regularizer=False)
-    if model.image_size != 224:  # the builder hard-codes 224x224; reuse its exact layers on another input shape
-        inputs = tf_keras.layers.Input(shape=(model.image_size, model.image_size, 3))
+    network = resnet_model.resnet50(num_classes=model.param("num_classes"), use_l2_regularizer=False)
+    if model.param("image_size") != 224:  # the builder hard-codes 224x224; reuse its layers on another input shape
+        inputs = tf_keras.layers.Input(shape=(model.param("image_size"), model.param("image_size"), 3))
         network = tf_keras.models.clone_model(network, input_tensors=inputs)
     return network
 
@@ -129,7 +129,7 @@ def _build_parts(
     scale_loss = model.precision == "fp16"
 
     def replica_step(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
-        one_hot = tf.one_hot(labels, model.num_classes)
+        one_hot = tf.one_hot(labels, model.param("num_classes"))
         with tf.GradientTape() as tape:
             probabilities = network(images, training=True)
             per_example = tf_keras.losses.categorical_crossentropy(one_hot, probabilities, label_smoothing=smoothing)
@@ -157,7 +157,7 @@ def _build_parts(
 def _data_step(parts: _Parts, model: ModelConfig, files: Sequence[Path]) -> Callable[[], None]:
     """A step that takes the input pipeline's next batch: the pipeline is then part of the measured step."""
     strategy, replica_step = parts.strategy, parts.replica_step
-    dataset = tf_pipeline.training_dataset(files, parts.global_batch, model.image_size, model.seed)
+    dataset = tf_pipeline.training_dataset(files, parts.global_batch, model.param("image_size"), model.seed)
     iterator = iter(strategy.experimental_distribute_dataset(dataset))
 
     @tf.function
@@ -176,8 +176,12 @@ class _Runner:
     the input pipeline's next batch every step."""
 
     def __init__(self, parts: _Parts, model: ModelConfig, per_replica_batch: int, data: str | None = None) -> None:
-        self.images_per_step: int = parts.global_batch  # all replicas: what images/s must count
+        self.samples_per_step: int = parts.global_batch  # all replicas: what images/s must count
         self.compile_s: float | None = None  # traced and compiled in the warm-up's first step, which no window holds
+        self.tokens_per_step: int | None = None
+        self.parameters: int = 0
+        self.train_flops_per_sample: float | None = None
+        self.flops_note = "not counted yet"
         self.network = parts.network  # for inspection (tests)
         self._strategy = parts.strategy
         if data is not None:
@@ -190,9 +194,10 @@ class _Runner:
             # counts every worker's replicas; worker_devices are this worker's.
             local_devices = strategy.extended.worker_devices
             with tf.device(local_devices[context.replica_id_in_sync_group % len(local_devices)]):
-                shape = (per_replica_batch, model.image_size, model.image_size, 3)
+                shape = (per_replica_batch, model.param("image_size"), model.param("image_size"), 3)
                 images = tf.random.normal(shape, seed=model.seed)
-                labels = tf.random.uniform((per_replica_batch,), 0, model.num_classes, tf.int32, seed=model.seed)
+                labels = tf.random.uniform((per_replica_batch,), 0, model.param("num_classes"), tf.int32,
+                                           seed=model.seed)
                 return images, labels
 
         images, labels = strategy.experimental_distribute_values_from_function(make_batch)
@@ -237,8 +242,8 @@ def _synthetic_datasets(config: TrainConfig, global_batch: int) -> tuple[tf.data
     """The learnable synthetic set: endless shuffled training batches, endless passes over the evaluation set."""
     model = config.model
     train_span, eval_span = synthetic_split(config)
-    train_set = learnable_examples(*train_span, model.image_size, model.num_classes, model.seed)
-    eval_set = learnable_examples(*eval_span, model.image_size, model.num_classes, model.seed)
+    train_set = learnable_examples(*train_span, model.param("image_size"), model.param("num_classes"), model.seed)
+    eval_set = learnable_examples(*eval_span, model.param("image_size"), model.param("num_classes"), model.seed)
     train_data = (
         tf.data.Dataset.from_tensor_slices(train_set)
         .shuffle(train_span.size, seed=model.seed, reshuffle_each_iteration=True)
@@ -263,8 +268,8 @@ def _record_datasets(
 ) -> tuple[tf.data.Dataset, tf.data.Dataset]:
     """Endless shuffled training batches from train-*, endless padded passes over validation-*."""
     model = config.model
-    train_data = tf_pipeline.training_dataset(source.train, global_batch, model.image_size, model.seed)
-    eval_data = tf_pipeline.evaluation_dataset(source.evaluation, global_batch, model.image_size, eval_count)
+    train_data = tf_pipeline.training_dataset(source.train, global_batch, model.param("image_size"), model.seed)
+    eval_data = tf_pipeline.evaluation_dataset(source.evaluation, global_batch, model.param("image_size"), eval_count)
     return train_data, eval_data
 
 
@@ -326,7 +331,7 @@ class _Trainer:
 
         def replica_eval(images: tf.Tensor, labels: tf.Tensor, valid: tf.Tensor) -> tuple[tf.Tensor, ...]:
             probabilities = network(images, training=False)
-            one_hot = tf.one_hot(labels, model.num_classes)
+            one_hot = tf.one_hot(labels, model.param("num_classes"))
             # The training criterion (label smoothing included), so the two losses compare.
             losses = tf_keras.losses.categorical_crossentropy(
                 one_hot, probabilities, label_smoothing=config.optimizer.label_smoothing

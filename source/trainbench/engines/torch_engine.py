@@ -124,7 +124,7 @@ def _build(
 ) -> _Parts:
     """Network, optimizer and training step; ``wrap`` adds DistributedDataParallel for multi-GPU training."""
     torch.manual_seed(model_config.seed)
-    network = torchvision.models.resnet50(weights=None, num_classes=model_config.num_classes).to(device)
+    network = torchvision.models.resnet50(weights=None, num_classes=model_config.param("num_classes")).to(device)
     if model_config.channels_last:
         network = network.to(memory_format=torch.channels_last)
     forward = wrap(network) if wrap else network
@@ -176,7 +176,7 @@ def _loader(source: DataSource, batch_size: int, model: ModelConfig, device: str
     if loader == "gpu":
         return gpu_pipeline.make_loader(source, batch_size, train=train, seed=model.seed, pin_memory=pin, rank=rank,
                                         world=world)
-    return torch_pipeline.make_loader(source, batch_size, model.image_size, train=train, seed=model.seed,
+    return torch_pipeline.make_loader(source, batch_size, model.param("image_size"), train=train, seed=model.seed,
                                       pin_memory=pin, rank=rank, world=world)
 
 
@@ -184,7 +184,7 @@ def _batches(data_loader: torch.utils.data.DataLoader, model: ModelConfig, devic
              endless: bool) -> Iterator[Batch]:
     """The loader's batches on the device: decoded and augmented there (``loader`` "gpu") or in the workers."""
     if loader == "gpu":
-        return gpu_pipeline.batches(data_loader, model.image_size, device, train=train,
+        return gpu_pipeline.batches(data_loader, model.param("image_size"), device, train=train,
                                     channels_last=model.channels_last, endless=endless)
     return torch_pipeline.batches(data_loader, device, model.channels_last, endless=endless)
 
@@ -225,7 +225,7 @@ class _Runner:
         model = config.model
         device, wrap = _join_world(device)
         self._distributed = wrap is not None
-        self.images_per_step: int = config.batch_size  # this process's (one device's); the sweep counts the world
+        self.samples_per_step: int = config.batch_size  # this process's (one device's); the sweep counts the world
         rank, _, world = process_place()
         learning_rate = config.optimizer.learning_rate(config.batch_size * world)
         self._parts = _build(model, config.optimizer, learning_rate, device, wrap)
@@ -233,6 +233,10 @@ class _Runner:
         self._train_step = self._parts.step
         self._next_batch = self._input(config, device, rank, world)
         self.compile_s: float | None = None  # compiling or capturing the step, before (and apart from) any window
+        self.tokens_per_step: int | None = None
+        self.parameters: int = 0
+        self.train_flops_per_sample: float | None = None
+        self.flops_note = "not counted yet"
         if model.compile or model.cuda_graph:
             if model.cuda_graph and self._distributed:
                 raise UsageError("--cuda-graph runs one process; with --gpus use --compile reduce-overhead")
@@ -245,12 +249,13 @@ class _Runner:
                              world)
             return _batches(loader, model, device, True, config.loader, endless=True).__next__
         generator = torch.Generator(device=device).manual_seed(model.seed)
-        shape = (config.batch_size, 3, model.image_size, model.image_size)
+        shape = (config.batch_size, 3, model.param("image_size"), model.param("image_size"))
         images = torch.randn(shape, device=device, generator=generator)
         if model.channels_last:
             images = images.contiguous(memory_format=torch.channels_last)
         self._images = images
-        self._labels = torch.randint(0, model.num_classes, (config.batch_size,), device=device, generator=generator)
+        self._labels = torch.randint(0, model.param("num_classes"), (config.batch_size,), device=device,
+                                     generator=generator)
         return lambda: (self._images, self._labels)
 
     def _prepare(self, model: ModelConfig) -> float:
@@ -326,7 +331,7 @@ class _Trainer:
         eval_n = eval_span.size
 
         def examples(start: int, count: int) -> tuple[torch.Tensor, ...]:
-            arrays = learnable_examples(start, count, model.image_size, model.num_classes, model.seed)
+            arrays = learnable_examples(start, count, model.param("image_size"), model.param("num_classes"), model.seed)
             return _on_device(*arrays, device, model.channels_last)
 
         self._train, self._eval = examples(*train_span), examples(*eval_span)

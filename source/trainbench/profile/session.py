@@ -49,6 +49,6 @@ def profile_run(config: BenchConfig, runner: StepRunner) -> BatchResult:
         "profiler": window.tool,
         "profiled_iterations": recorder.iterations,
         # Timed with a profiler attached: how long the window took, never a throughput to compare.
-        "profiled_samples_per_sec": samples_per_sec(runner.images_per_step, len(timing.step_s), timing.window_s),
+        "profiled_samples_per_sec": samples_per_sec(runner.samples_per_step, len(timing.step_s), timing.window_s),
         "window_s": timing.window_s,
     })

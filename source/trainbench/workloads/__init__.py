@@ -28,6 +28,19 @@ class Param:
     help: str
 
 
+SIZES = ("full", "tiny")  # every workload has both: the published network, and a small one for CPU tests and the demo
+
+
+@dataclass(frozen=True)
+class Size:
+    """One size of a workload: what it is, the architecture numbers both frameworks build from (so the two
+    builders make the same network), and the param defaults that differ at this size (tiny: shorter sequences)."""
+
+    about: str
+    dims: Mapping[str, int] = field(default_factory=dict)
+    defaults: Mapping[str, int] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str  # the registry key: what a user types, and summary.json's "workload"
@@ -35,14 +48,41 @@ class Workload:
     category: str  # "image classification"
     sample_unit: str  # what one sample is ("image", "sequence"): the unit of samples_per_sec
     params: Mapping[str, Param]  # the shape settings a user may set (image_size, seq_len, ...)
-    sizes: Mapping[str, str]  # size name -> what it is ("full": the published network)
+    sizes: Mapping[str, Size]  # "full" (the published network) and "tiny"
     references: Mapping[str, str]  # framework -> the reference implementation built for it
+    # framework -> the module defining BUILDER (engines/<framework>_workloads/): imported only in a worker, so a
+    # descriptor never loads a framework.
+    builders: Mapping[str, str] = field(default_factory=dict)
+    refused: Mapping[str, str] = field(default_factory=dict)  # framework -> why it has no builder (one line)
     tokens_param: str | None = None  # the param whose value is tokens per sample (seq_len); None: no tokens/s
+    token_streams: int = 1  # sequences per sample that tokens/s counts (translation: source and target)
     unsupported: Mapping[str, str] = field(default_factory=dict)  # setting -> why it does not apply
+    data: frozenset[str] = frozenset()  # frameworks that read --data for it; the others refuse --data in one line
 
     @property
     def frameworks(self) -> tuple[str, ...]:
+        """The frameworks that build it (those with a builder module)."""
         return tuple(self.references)
+
+    def default(self, name: str, size: str = "full") -> int:
+        """A param's default at a size: the size's own, else the param's (the published value)."""
+        return self.sizes[size].defaults.get(name, self.params[name].default)
+
+    def dims(self, size: str) -> Mapping[str, int]:
+        return self.sizes[size].dims
+
+    def tokens_per_sample(self, params: Mapping[str, int]) -> int | None:
+        """Tokens one sample holds, for tokens/s; None for a workload without tokens."""
+        if self.tokens_param is None:
+            return None
+        return params[self.tokens_param] * self.token_streams
+
+    def framework_problem(self, framework: str) -> str | None:
+        """Why this workload cannot run on ``framework``, in one line; None when it can."""
+        if framework in self.references:
+            return None
+        why = self.refused.get(framework, "no implementation")
+        return f"--workload {self.name} has no {framework} implementation: {why}"
 
 
 _WORKLOADS: dict[str, Workload] = {}
@@ -69,4 +109,5 @@ def all_workloads() -> tuple[Workload, ...]:
     return tuple(_WORKLOADS[name] for name in names())
 
 
-from trainbench.workloads import resnet50  # noqa: E402, F401  the registered workloads, listed explicitly
+# The registered workloads, listed explicitly.
+from trainbench.workloads import bert, gpt2, resnet50, retinanet, transformer  # noqa: E402, F401

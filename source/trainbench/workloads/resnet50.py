@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainbench.workloads import Param, Workload, register
+from trainbench.workloads import Param, Size, Workload, register
 
 RESNET50 = register(Workload(
     name="resnet50",
@@ -12,7 +12,14 @@ RESNET50 = register(Workload(
     # ModelConfig checks these bounds (config.MAX_IMAGE_SIZE, MAX_NUM_CLASSES are read from here).
     params={"image_size": Param(224, 32, 4096, "square input, px"),
             "num_classes": Param(1000, 2, 2**20, "classifier outputs")},
-    sizes={"full": "the published network: 4 stages of 3, 4, 6, 3 bottleneck blocks, about 25.6 M parameters"},
+    sizes={"full": Size("the published network: 4 stages of 3, 4, 6, 3 bottleneck blocks, about 25.6 M parameters"),
+           # The reference builders fix the architecture (TF's resnet_model.resnet50 has no width argument): tiny
+           # keeps the network and shrinks its input and classifier, which is what its CPU tests always ran.
+           "tiny": Size("the same network on 64 px images with 10 classes", defaults={"image_size": 64,
+                                                                                       "num_classes": 10})},
     references={"torch": "torchvision.models.resnet50 (weights=None)",
                 "tf": "tf-models-official official.vision ResNet-50 (resnet_model.resnet50, Keras 2)"},
+    builders={"torch": "trainbench.engines.torch_workloads.resnet50",
+              "tf": "trainbench.engines.tf_workloads.resnet50"},
+    data=frozenset({"torch", "tf"}),
 ))

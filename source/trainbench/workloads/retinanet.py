@@ -1,0 +1,24 @@
+"""RetinaNet (Lin et al. 2017) with a ResNet-50-FPN backbone, object detection, at one fixed input size."""
+
+from __future__ import annotations
+
+from trainbench.workloads import Param, Size, Workload, register
+
+RETINANET = register(Workload(
+    name="retinanet",
+    title="RetinaNet ResNet-50-FPN",
+    category="object detection",
+    sample_unit="image",
+    params={"image_size": Param(640, 64, 2048, "square input, px (fixed: no resizing inside the model)"),
+            "num_classes": Param(91, 2, 1000, "object classes (COCO's 91 ids)")},
+    sizes={"full": Size("ResNet-50-FPN backbone (P3-P7, 256 channels), heads of 4 convolutions, 9 anchors per "
+                        "location, about 34 M parameters",
+                        dims={"fpn_channels": 256, "head_convs": 4, "anchors": 9, "boxes_per_image": 8}),
+           "tiny": Size("the same backbone on 128 px images, FPN of 64 channels, heads of 1 convolution",
+                        dims={"fpn_channels": 64, "head_convs": 1, "anchors": 9, "boxes_per_image": 2},
+                        defaults={"image_size": 128, "num_classes": 5})},
+    references={"torch": "torchvision.models.detection.retinanet_resnet50_fpn (weights=None, fixed size)",
+                "tf": "tf-models-official official.vision RetinaNet ResNet-50-FPN with its task's losses"},
+    builders={"torch": "trainbench.engines.torch_workloads.retinanet",
+              "tf": "trainbench.engines.tf_workloads.retinanet"},
+))

@@ -1,0 +1,27 @@
+"""The Transformer (Vaswani et al. 2017), base model, machine translation: the original suite's translation
+category. Shared source/target embeddings that also project the decoder's output, as TF's reference does."""
+
+from __future__ import annotations
+
+from trainbench.workloads import Param, Size, Workload, register
+
+TRANSFORMER = register(Workload(
+    name="transformer",
+    title="Transformer-base",
+    category="machine translation",
+    sample_unit="sentence pair",
+    params={"seq_len": Param(256, 2, 65536, "tokens per sentence, source and target alike (synthetic)")},
+    sizes={"full": Size("Transformer-base: 6 encoder and 6 decoder layers, d_model 512, 8 heads, feed-forward 2048, "
+                        "33,708-token shared vocabulary, about 61 M parameters",
+                        dims={"layers": 6, "hidden": 512, "heads": 8, "ffn": 2048, "vocab": 33708}),
+           "tiny": Size("2 + 2 layers, d_model 32, 2 heads, feed-forward 64, 512-token vocabulary",
+                        dims={"layers": 2, "hidden": 32, "heads": 2, "ffn": 64, "vocab": 512},
+                        defaults={"seq_len": 16})},
+    references={"torch": "torch.nn.Transformer (Transformer-base shapes, shared embeddings)",
+                "tf": "tf-models-official official.legacy.transformer (base params)"},
+    builders={"torch": "trainbench.engines.torch_workloads.transformer",
+              "tf": "trainbench.engines.tf_workloads.transformer"},
+    tokens_param="seq_len",
+    token_streams=2,  # a sentence pair: tokens/s counts source and target tokens
+    unsupported={"channels_last": "it has no image tensors"},
+))

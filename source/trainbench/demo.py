@@ -3,7 +3,9 @@
 No GPU and no ImageNet needed: a tiny ImageNet-layout tree of real JPEG files is generated (with the odd files
 ImageNet has: PNG named .JPEG, CMYK, grayscale, truncated, empty), converted to TFRecords, and a short ResNet-50
 throughput sweep runs on it on the CPU for both frameworks, each sweep a normal ``trainbench throughput`` run
-with its own folder. Then one table per framework and one comparison plot.
+with its own folder. Then a tiny language model (BERT at ``--size tiny``, synthetic tokens) runs in both
+frameworks, to show a second kind of network in its own unit (sequences/s and tokens/s). Then one table per run,
+one comparison plot of the ResNet-50 runs, and the report of all of them.
 """
 
 from __future__ import annotations
@@ -28,12 +30,21 @@ BATCH_SIZES = (1, 2, 4)
 WARMUP_STEPS = 2
 TIMED_STEPS = 6
 FRAMEWORKS: tuple[Framework, ...] = ("torch", "tf")
+# One tiny language model beside ResNet-50: attention and embedding kernels instead of convolutions.
+LANGUAGE_MODEL = "bert"
+LANGUAGE_MODEL_BATCH_SIZES = (4, 16)
 
 
 def demo_configs(framework: Framework, data: Path) -> list[BenchConfig]:
     model = ModelConfig(framework=framework, device="cpu", precision="fp32", image_size=224, num_classes=CLASSES)
     return [BenchConfig(model=model, batch_size=size, warmup_steps=WARMUP_STEPS, steps=TIMED_STEPS, data=str(data))
             for size in BATCH_SIZES]
+
+
+def language_model_configs(framework: Framework) -> list[BenchConfig]:
+    model = ModelConfig(framework=framework, device="cpu", precision="fp32", workload=LANGUAGE_MODEL, size="tiny")
+    return [BenchConfig(model=model, batch_size=size, warmup_steps=WARMUP_STEPS, steps=TIMED_STEPS)
+            for size in LANGUAGE_MODEL_BATCH_SIZES]
 
 
 def prepare_data(root: Path) -> Path:
@@ -56,13 +67,20 @@ def main(argv: list[str] | None = None) -> int:
     root = create_run_dir(Path(args.output), "demo")
     records = prepare_data(root)
     series: dict[str, list[dict[str, Any]]] = {}
+    language_model: dict[str, list[dict[str, Any]]] = {}
     for framework in FRAMEWORKS:
         configs = demo_configs(framework, records)
         series[framework] = measure_throughput(configs, root / "runs", lambda line: print(line, flush=True)).rows()
+    for framework in FRAMEWORKS:
+        configs = language_model_configs(framework)
+        language_model[framework] = measure_throughput(configs, root / "runs",
+                                                       lambda line: print(line, flush=True)).rows()
     plot_throughput(series, root / "throughput.png", "ResNet-50 training on the CPU, fp32, TFRecords input")
     lines = []
     for name, results in series.items():
-        lines += [f"== {name} ==", format_table(results), ""]
+        lines += [f"== ResNet-50, {name} ==", format_table(results), ""]
+    for name, results in language_model.items():
+        lines += [f"== {LANGUAGE_MODEL} (tiny, synthetic tokens), {name} ==", format_table(results), ""]
     (root / "report.txt").write_text("\n".join(lines))
     print("\n".join(lines))
     print(f"plot: {root / 'throughput.png'}")

@@ -195,7 +195,7 @@ def measure_throughput(
     versions = run_sweep(configs, store, echo, timeout_s, env)
     write_json_atomic(run_dir / ENV, {**environment, "framework": versions})
     title = run_title(model)
-    plot_throughput({model.framework: store.rows()}, run_dir / THROUGHPUT_PLOT, title)
+    plot_throughput({model.framework: store.rows()}, run_dir / THROUGHPUT_PLOT, title, model.spec.sample_unit)
     if plot_telemetry(run_dir / TELEMETRY_DIR, run_dir / TELEMETRY_PLOT, f"GPU telemetry: {title}"):
         echo(f"GPU timeline: {run_dir / TELEMETRY_PLOT}")
     echo(format_table(store.rows(), model.spec.sample_unit))

@@ -46,7 +46,7 @@ def run_label(run: RunRecord) -> str:
     settings in summary.json say."""
     header = RunHeader.read(run.header)
     data = header.data or "synthetic"
-    parts = [] if header.workload == "resnet50" else [workload_title(header.workload)]
+    parts: list[str | None] = [] if header.workload == "resnet50" else [workload_title(header.workload)]
     parts += [header.framework, header.precision, f"on {header.device}"]
     if header.size not in (None, "full"):
         parts.append(str(header.size))
@@ -200,10 +200,9 @@ def throughput_figure(runs: Sequence[RunRecord]) -> str:
         unit = per_second(RunHeader.read(group[0].header).sample_unit)
         lines = {label: (run.rows, "samples_per_sec") for label, run in zip(unique_labels(group), group, strict=True)}
         title = f"{workload_title(workload)} training throughput (bars: slowest to fastest window)"
-        picture = figure_image(lambda lines=lines, title=title, unit=unit: batch_size_figure(
-            lines, title, f"{unit} ({unit.removesuffix('/s')} / timed window)",
-            spread=("samples_per_sec_min", "samples_per_sec_max"), width=FIGURE_WIDTH),
-            f"{workload_title(workload)}: {unit} against batch size")
+        picture = figure_image(partial(batch_size_figure, lines, title, f"{unit} ({unit.removesuffix('/s')} / timed "
+                                       "window)", spread=("samples_per_sec_min", "samples_per_sec_max"),
+                                       width=FIGURE_WIDTH), f"{workload_title(workload)}: {unit} against batch size")
         parts.append(capped_note(len(lines), "runs", "its table below") + picture)
     return "".join(parts)
 

@@ -202,7 +202,7 @@ def throughput_figure(runs: Sequence[RunRecord]) -> str:
         title = f"{workload_title(workload)} training throughput (bars: slowest to fastest window)"
         picture = figure_image(partial(batch_size_figure, lines, title, f"{unit} ({unit.removesuffix('/s')} / timed "
                                        "window)", spread=("samples_per_sec_min", "samples_per_sec_max"),
-                                       width=FIGURE_WIDTH), f"{workload_title(workload)}: {unit} against batch size")
+                                       width=FIGURE_WIDTH), f"{unit} against batch size")
         parts.append(capped_note(len(lines), "runs", "its table below") + picture)
     return "".join(parts)
 

@@ -39,7 +39,10 @@ RELEASED = ("samples_per_sec", "windows", "samples_per_sec_median", "samples_per
             "step_time_mad_s", "window_s", "timed_steps", "warmup_steps", "world_size", "compile_s", "energy_j",
             "joules_per_sample", "samples_per_joule", "mean_power_w", "sampled_power_w", "sm_clock_median_mhz",
             "temperature_max_c", "throttle_power_fraction", "throttle_thermal_fraction", "telemetry_samples",
-            "telemetry_note")
+            "telemetry_note",
+            # format 4: what the workload's samples cost, and the GPUs' share of it
+            "tokens_per_sec", "parameters", "train_flops_per_sample", "flops_note", "achieved_flops", "peak_flops",
+            "mfu", "mfu_note")
 
 
 @pytest.fixture
@@ -244,6 +247,7 @@ def test_a_performance_model_s_metric_keeps_its_old_name_on_the_command_line() -
     from trainbench.analysis.measurements import METRIC_ALIASES, METRICS
     from trainbench.cli.model_cmd import _choices
 
-    assert list(METRICS) == ["step_time", "samples_per_sec", "joules_per_sample", "mean_power_w", "gpu_time"]
+    assert list(METRICS) == ["step_time", "samples_per_sec", "joules_per_sample", "mean_power_w", "tokens_per_sec",
+                             "achieved_flops", "mfu", "gpu_time"]
     parse = _choices(tuple(METRICS), "metric", METRIC_ALIASES)
     assert parse("step_time,images_per_sec,joules_per_image") == ("step_time", "samples_per_sec", "joules_per_sample")

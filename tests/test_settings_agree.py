@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from trainbench import workloads
 from trainbench.campaign.matrix import AXES, NO_PROFILER, SYNTHETIC, Experiment, Matrix, bench_configs, illegal
 from trainbench.cli import profile_cmd, throughput_cmd
 from trainbench.cli.main import build_parser
@@ -44,6 +45,10 @@ RELATED: dict[str, tuple[Any, ...]] = {
     "profiler": (NO_PROFILER, *PROFILERS),
     "gpus": (1, 2),
     "data": (SYNTHETIC, "SHARDS"),  # "SHARDS": a TFRecord folder, which both frameworks read
+    # the workload's own rules: frameworks it lacks (gpt2 on tf), settings it lacks (seq_len on resnet50), --data
+    "workload": ("resnet50", "bert", "gpt2"),
+    "size": ("full", "tiny"),
+    "seq_len": (None, 16),  # None: the option not given
 }
 # Axes no rule relates to another: one value stands for all (their bounds are each option's own check).
 UNRELATED: dict[str, Any] = {"image_size": 32, "num_classes": 10, "seed": 0, "batch_size": 1}
@@ -53,6 +58,7 @@ CAMPAIGN_ONLY = ("nodes",)
 # axis of RELATED.
 STEP = ("framework", "precision", "device", "xla", "compile", "cuda_graph", "channels_last")
 RUN = ("framework", "precision", "device", "cuda_graph", "loader", "profiler", "gpus", "data")
+WORKLOAD = ("workload", "size", "seq_len", "framework", "channels_last", "data")
 
 
 def test_every_axis_of_the_campaign_is_enumerated_here() -> None:
@@ -94,8 +100,18 @@ def command_line(values: Mapping[str, Any], shards: str) -> list[str]:
         words += ["--compile"] if compiled is True else ["--compile", compiled]
     if values.get("data", SYNTHETIC) != SYNTHETIC:
         words += ["--data", shards]
-    return [*words, "--image-size", str(UNRELATED["image_size"]), "--num-classes", str(UNRELATED["num_classes"]),
-            "--seed", str(UNRELATED["seed"]), "--batch-sizes", str(UNRELATED["batch_size"]), "--oversubscribe"]
+    for axis in ("workload", "size", "seq_len"):
+        if values.get(axis) is not None:
+            words += [f"--{axis.replace('_', '-')}", str(values[axis])]
+    words += [word for axis in shapes(values) for word in (f"--{axis.replace('_', '-')}", str(UNRELATED[axis]))]
+    return [*words, "--seed", str(UNRELATED["seed"]), "--batch-sizes", str(UNRELATED["batch_size"]),
+            "--oversubscribe"]
+
+
+def shapes(values: Mapping[str, Any]) -> list[str]:
+    """UNRELATED's shape settings that the workload has (the others it would refuse: a rule of WORKLOAD's)."""
+    params = workloads.get(values.get("workload", "resnet50")).params
+    return [axis for axis in ("image_size", "num_classes") if axis in params]
 
 
 def by_command_line(parser: Any, argv: list[str]) -> BenchConfig | str:
@@ -111,7 +127,8 @@ def by_command_line(parser: Any, argv: list[str]) -> BenchConfig | str:
 
 def by_campaign(values: Mapping[str, Any]) -> BenchConfig | str:
     """The campaign's configuration for the one experiment of these values, or why its filter drops them."""
-    values = {**{axis: value for axis, value in UNRELATED.items() if axis != "batch_size"}, **values}
+    values = {**{axis: value for axis, value in UNRELATED.items() if axis in (*shapes(values), "seed")},
+              **{axis: value for axis, value in values.items() if value is not None}}
     reason = illegal(values)
     if reason is not None:
         return reason
@@ -144,7 +161,7 @@ def check_agreement(axes: tuple[str, ...], shards: str) -> tuple[int, int]:
     return accepted, refused
 
 
-@pytest.mark.parametrize("axes", [STEP, RUN], ids=["step", "run"])
+@pytest.mark.parametrize("axes", [STEP, RUN, WORKLOAD], ids=["step", "run", "workload"])
 @pytest.mark.usefixtures("one_gpu")
 def test_command_line_and_campaign_agree_on_each_group_of_axes(shards: str, axes: tuple[str, ...]) -> None:
     accepted, refused = check_agreement(axes, shards)

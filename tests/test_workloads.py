@@ -50,5 +50,9 @@ def test_the_command_lists_each_workload_with_its_references() -> None:
     result = run_main("workloads")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "\nresnet50: ResNet-50, image classification; one sample is one image\n" in out
-    assert "image_size: default 224 (32 to 4096)" in out and "torch: torchvision.models.resnet50" in out
+    assert "\nresnet50: ResNet-50, image classification; one sample is one image (images/s)\n" in out
+    assert "--image-size: default 224 (tiny: 64), 32 to 4096" in out and "torch: torchvision.models.resnet50" in out
+    assert "one sample is one sentence pair (sentence pairs/s, and tokens/s)" in out
+    assert "  --size tiny: 2 layers, hidden 32" in out  # each size's Size.about
+    assert "  tf: refused: the pinned tf-models-official has no GPT-2" in out  # gpt2's refused framework and why
+    assert [line.split(":")[0] for line in out.splitlines() if not line.startswith(" ")] == list(workloads.names())

@@ -31,13 +31,18 @@ class StandInRunner:
 class StandInEngine:
     capabilities = TORCH  # measured as a torch process is: its own GPU
 
-    def __init__(self, name: str, step: Callable[[], object] = lambda: None, samples_per_step: int = 2) -> None:
+    def __init__(self, name: str, step: Callable[[], object] = lambda: None, samples_per_step: int = 2,
+                 **runner: Any) -> None:
         self.name = name
         self._step = step
         self._samples_per_step = samples_per_step
+        self._runner = runner  # the runner's attributes to set: tokens_per_step, parameters, train_flops_per_sample
 
     def make_runner(self, config: BenchConfig) -> StandInRunner:
-        return StandInRunner(self._step, self._samples_per_step)
+        runner = StandInRunner(self._step, self._samples_per_step)
+        for name, value in self._runner.items():
+            setattr(runner, name, value)
+        return runner
 
     def versions(self) -> dict[str, Any]:
         return {}

@@ -4,7 +4,8 @@ A tidy table, one row per value: ``config`` (what was measured, apart from the m
 precision, device, data, step settings, in short), ``settings`` (every setting of the run that is not a parameter,
 as JSON: ``run_settings``), ``region`` (``train step`` for throughput runs; ``step (GPU)`` and
 ``kernel <name>`` for Nsight Systems profiles), the parameters ``batch_size`` (per GPU), ``gpus`` (processes that
-measured together) and ``image_size``, ``metric``, ``value`` and ``source`` (the summary file it came from).
+measured together), ``image_size`` and ``seq_len`` (the sequence workloads': Extra-P models over it where runs vary
+it; None for a workload without one), ``metric``, ``value`` and ``source`` (the summary file it came from).
 
 Read through the results model only (``summary.json`` of throughput runs, ``profile.json`` and the per-batch
 ``.timeline.json`` of nsys profiles), from run folders, folders of runs and campaigns alike: every such file under
@@ -30,7 +31,7 @@ from trainbench.results.layout import ENV, NSYS_TIMELINE, PROFILE, SUMMARY, batc
 from trainbench.results.records import BatchResult, RunSummary, Status, is_measurement
 from trainbench.results.store import read_summary
 
-PARAMETERS: tuple[str, ...] = ("batch_size", "gpus", "image_size")
+PARAMETERS: tuple[str, ...] = ("batch_size", "gpus", "image_size", "seq_len")
 # metric -> its unit, for tables and plots: the step time per timed window, the result fields a model may fit
 # (``results.fields``: samples_per_sec per timed window, energy and power once per batch size) and nsys' GPU time
 # per step (step ranges) or per step of one kernel.
@@ -61,8 +62,10 @@ def summary_files(folders: list[Path]) -> list[Path]:
 # Header fields that are no setting of what a run measured: the parameters (image_size; processes per node times
 # nodes is gpus), where its processes met or its profiler wrote its trace, and how many windows took the values
 # (each window is a value of its own).
-NOT_SETTINGS = frozenset({"image_size", "launch.processes_per_node", "launch.nodes", "launch.rdzv_endpoint",
-                          "launch.rdzv_id", "window.trace_dir", "windows"})
+# The workload's shape settings are parameters too (``params.*``), and what one sample costs follows from them.
+NOT_SETTINGS = frozenset({"image_size", "seq_len", "params.image_size", "params.seq_len", "parameters",
+                          "train_flops_per_sample", "flops_note", "launch.processes_per_node", "launch.nodes",
+                          "launch.rdzv_endpoint", "launch.rdzv_id", "window.trace_dir", "windows"})
 NOT_RECORDED = "not recorded"
 
 
@@ -104,7 +107,9 @@ def config_label(header: dict[str, Any]) -> str:
     """What a run measured apart from the parameters: "torch fp32 cpu synthetic" plus its step settings."""
     run = RunHeader.read(header)
     model = run.model
-    parts = [str("?" if value is None else value) for value in (run.framework, run.precision, run.device)]
+    parts = [] if run.workload == "resnet50" else [run.workload]  # runs of ResNet-50 keep their labels
+    parts += ["tiny"] if run.size == "tiny" else []
+    parts += [str("?" if value is None else value) for value in (run.framework, run.precision, run.device)]
     parts.append("synthetic" if run.data in (None, "synthetic") else f"data={Path(str(run.data)).name}")
     if model.get("compile"):
         parts.append(f"compile={model.get('compile_mode', 'default')}")
@@ -147,6 +152,13 @@ def _gpus(header: dict[str, Any], result: BatchResult, where: str) -> int:
 def _image_size(header: dict[str, Any]) -> int | None:
     size = RunHeader.read(header).image_size
     return None if size is None else _whole(size, "image_size")
+
+
+def _seq_len(header: dict[str, Any]) -> int | None:
+    """The run's sequence length as run (format 4's ``params``), None for a workload without one."""
+    params = RunHeader.read(header).params or {}
+    length = params.get("seq_len")
+    return None if length is None else _whole(length, "params.seq_len")
 
 
 def _throughput_values(result: BatchResult, gpus: int, where: str) -> Iterator[tuple[str, str, float]]:
@@ -224,7 +236,7 @@ def _rows(path: Path, summary: RunSummary, left_out: list[str]) -> Iterator[dict
             continue
         where = f"results[{index}]"
         try:
-            gpus, image_size = _gpus(header, result, where), _image_size(header)
+            gpus, image_size, seq_len = _gpus(header, result, where), _image_size(header), _seq_len(header)
             values = (_timeline_values(path, result) if path.name == PROFILE
                       else list(_throughput_values(result, gpus, where)))
         except _LeftOut as problem:
@@ -232,7 +244,8 @@ def _rows(path: Path, summary: RunSummary, left_out: list[str]) -> Iterator[dict
             continue
         for region, metric, value in values:
             yield {"config": label, "settings": settings, "region": region, "batch_size": result.batch_size,
-                   "gpus": gpus, "image_size": image_size, "metric": metric, "value": value, "source": str(path)}
+                   "gpus": gpus, "image_size": image_size, "seq_len": seq_len, "metric": metric, "value": value,
+                   "source": str(path)}
 
 
 def _top_kernels_only(table: pd.DataFrame) -> pd.DataFrame:

@@ -29,7 +29,8 @@ from trainbench.results.store import read_summary
 
 RATE = fields.SAMPLES_PER_SEC  # what is compared; each window's own in WINDOWS
 WINDOWS = fields.WINDOW_SAMPLES_PER_SEC
-COLUMNS = ["batch_size", f"{RATE}_a", f"{RATE}_b", "change_pct", "p_value", "significant", "sample"]
+COLUMNS = ["batch_size", f"{RATE}_a", f"{RATE}_b", "change_pct", "p_value", "significant", "sample",
+           f"{fields.TOKENS_PER_SEC}_a", f"{fields.TOKENS_PER_SEC}_b", f"{fields.MFU}_a", f"{fields.MFU}_b"]
 MIN_WINDOWS = 3  # with fewer, Mann-Whitney cannot reach p < 0.1 on windows alone
 # summary.json's header fields that change what is measured; "model" is compared field by field.
 SETTINGS = ("workload", "framework", "precision", "image_size", "device", "data", "warmup_steps", "timed_steps",
@@ -146,11 +147,26 @@ def _p_value(a: BatchResult, b: BatchResult, steps_a: pd.Series, steps_b: pd.Ser
     return float(mannwhitneyu(steps_a, steps_b, alternative="two-sided").pvalue), "steps"
 
 
+def workload_of(run: ComparedRun) -> str:
+    """The run's workload (files from before it was recorded: resnet50)."""
+    return str(run.header.get("workload") or "resnet50")
+
+
+def refuse_unlike(run_a: ComparedRun, run_b: ComparedRun) -> None:
+    """Samples of two workloads are different things: their rates are not compared."""
+    a, b = workload_of(run_a), workload_of(run_b)
+    if a != b:
+        raise UsageError(f"compare: run A is {a}, run B is {b}: samples/s of different workloads are not "
+                         "comparable; compare runs of one workload")
+
+
 def compare_loaded(run_a: ComparedRun, run_b: ComparedRun, alpha: float = 0.05) -> pd.DataFrame:
-    """One row per batch size measured successfully in both runs; change_pct is B's samples/s over A's."""
+    """One row per batch size measured successfully in both runs; change_pct is B's samples/s over A's; tokens/s
+    and MFU of each where recorded (None otherwise). Runs of different workloads are refused."""
     problem = float_problem(alpha, 0.0, 1.0, above=True, below=True)
     if problem is not None:
         raise UsageError(f"--alpha {problem}")
+    refuse_unlike(run_a, run_b)
     rows = []
     for batch in sorted(set(run_a.results) & set(run_b.results)):
         a, b = run_a.results[batch], run_b.results[batch]
@@ -167,6 +183,8 @@ def compare_loaded(run_a: ComparedRun, run_b: ComparedRun, alpha: float = 0.05) 
             "p_value": p_value,
             "significant": bool(p_value < alpha),
             "sample": sample,
+            **{f"{name}_{side}": result.values.get(name) for name in (fields.TOKENS_PER_SEC, fields.MFU)
+               for side, result in (("a", a), ("b", b))},
         })
     return pd.DataFrame(rows, columns=COLUMNS)
 

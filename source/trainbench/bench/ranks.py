@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from trainbench.bench.work import world_values
 from trainbench.results import fields
 from trainbench.results.fields import Merge
 from trainbench.results.records import BatchResult
@@ -67,7 +68,8 @@ def by_rule(rule: Merge, values: Sequence[Any]) -> Any:
 
 def _world(ranked: Sequence[tuple[int, BatchResult]], world_size: int) -> dict[str, Any]:
     """The values of rule WORLD: every rank times the same windows, so the world's samples/s is world size x one
-    rank's samples / the slowest rank's window; energy per sample over this node's ranks' samples."""
+    rank's samples / the slowest rank's window; energy per sample over this node's ranks' samples; tokens/s, FLOP/s
+    and MFU from the world's samples/s (``bench.work.world_values``)."""
     results = [result for _, result in ranked]
     lead = results[0]
     per_rank_samples = lead.batch_size * lead.values["timed_steps"]
@@ -76,8 +78,10 @@ def _world(ranked: Sequence[tuple[int, BatchResult]], world_size: int) -> dict[s
              zip(*(r.values[fields.WINDOW_SAMPLES_PER_SEC] for r in results), strict=True)]
     energy = by_rule(Merge.SUM, [result.values.get("energy_j") for result in results])
     samples = len(results) * per_rank_samples  # this node's GPUs' energy over their samples
+    samples_per_sec = world_size * per_rank_samples / slowest
     return {
-        "samples_per_sec": world_size * per_rank_samples / slowest,
+        "samples_per_sec": samples_per_sec,
+        **world_values(lead.values, samples_per_sec, world_size),
         "window_samples_per_sec": rates,
         "samples_per_sec_median": statistics.median(rates),
         "samples_per_sec_min": min(rates),

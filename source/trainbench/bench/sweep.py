@@ -16,8 +16,8 @@ from typing import Any
 from trainbench.bench.launch import under_launcher, worker_command
 from trainbench.bench.ranks import merge_ranks
 from trainbench.bench.throughput_run import ThroughputRun
-from trainbench.bench.worker import SWEEP_ENV, sweep_identity
-from trainbench.config import BenchConfig, to_dict
+from trainbench.bench.worker import SWEEP_ENV, rate_text, sweep_identity
+from trainbench.config import BenchConfig, ModelConfig, to_dict
 from trainbench.report.console import format_table
 from trainbench.report.plot import plot_throughput
 from trainbench.report.telemetry_plot import plot_telemetry
@@ -156,7 +156,7 @@ def run_sweep(
         versions = versions or outcome.versions
         result = outcome.result
         if result.ok:
-            echo(f"batch size {config.batch_size}: {result.values['samples_per_sec']:.2f} images/s")
+            echo(f"batch size {config.batch_size}: {rate_text(result.values, config.model.spec.sample_unit)}")
         else:
             echo(f"batch size {config.batch_size}: {result.status}: {result.error}")
     return versions
@@ -168,8 +168,10 @@ def run_header(config: BenchConfig, profiling: Profiling | None = None) -> RunHe
     model = config.model
     timing = Timing(warmup_steps=config.warmup_steps, timed_steps=config.steps, windows=config.windows,
                     sync_every_step=config.sync_every_step, telemetry_interval_s=config.telemetry_interval_s)
+    params = model.params()
     return RunHeader(framework=model.framework, precision=model.precision, device=model.device,
-                     image_size=model.param("image_size"), data=config.data_label, model=to_dict(model),
+                     image_size=params.get("image_size"), data=config.data_label, model=to_dict(model),
+                     workload=model.workload, sample_unit=model.spec.sample_unit, size=model.size, params=params,
                      launch=to_dict(config.launch),  # batch sizes are per process; images/s counts every process
                      timing=None if profiling else timing, profiling=profiling)
 
@@ -192,9 +194,21 @@ def measure_throughput(
     echo(f"run folder: {run_dir}")
     versions = run_sweep(configs, store, echo, timeout_s, env)
     write_json_atomic(run_dir / ENV, {**environment, "framework": versions})
-    title = f"ResNet-50 {model.framework} {model.precision} on {model.device}, image {model.param('image_size')}px"
-    plot_throughput({model.framework: store.rows()}, run_dir / THROUGHPUT_PLOT, title)
+    title = run_title(model)
+    plot_throughput({model.framework: store.rows()}, run_dir / THROUGHPUT_PLOT, title, model.spec.sample_unit)
     if plot_telemetry(run_dir / TELEMETRY_DIR, run_dir / TELEMETRY_PLOT, f"GPU telemetry: {title}"):
         echo(f"GPU timeline: {run_dir / TELEMETRY_PLOT}")
-    echo(format_table(store.rows()))
+    echo(format_table(store.rows(), model.spec.sample_unit))
     return store
+
+
+def shape_text(model: ModelConfig) -> str:
+    """The workload's shape settings as run, in words: "image 224px", "seq_len 128", with "tiny" when it is."""
+    words = [f"image {value}px" if name == "image_size" else f"{name} {value}" for name, value in
+             model.params().items() if name != "num_classes"]
+    return ", ".join([*(["tiny"] if model.size != "full" else []), *words])
+
+
+def run_title(model: ModelConfig) -> str:
+    """"ResNet-50 torch fp32 on cuda, image 224px": a run's plots' title."""
+    return f"{model.spec.title} {model.framework} {model.precision} on {model.device}, {shape_text(model)}"

@@ -11,6 +11,7 @@ from typing import Any
 
 from trainbench.results import fields
 from trainbench.results.files import append_csv
+from trainbench.results.header import with_work
 from trainbench.results.layout import STEPS
 from trainbench.results.records import BatchResult
 from trainbench.results.store import RunStore
@@ -60,5 +61,7 @@ class ThroughputRun(RunStore):
         ]
         if rows:
             append_csv(self.path / STEPS, STEP_FIELDS, rows)
+        if result.ok:  # the header's parameters and FLOPs per sample: the first batch size that counted them
+            self.header = with_work(self.header, values)
         super().add(BatchResult(result.batch_size, result.status, result.error, values))
 

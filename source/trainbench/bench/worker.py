@@ -26,10 +26,12 @@ from typing import Any, NoReturn
 from trainbench.bench.input_bench import InputBench, is_input_bound, measure_input
 from trainbench.bench.stats import summarize_windows
 from trainbench.bench.timing import run_window
+from trainbench.bench.work import peak_of, runner_values
 from trainbench.config import BenchConfig, bench_config_from_dict
 from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
 from trainbench.engines.launchers import process_place
+from trainbench.report.console import per_second
 from trainbench.results.failure import failure_status, one_line
 from trainbench.results.files import rank_file, write_json_atomic
 from trainbench.results.records import BatchResult, Status
@@ -145,21 +147,34 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
                    for i in range(config.windows)]
     finally:
         telemetry.close()
-    images = runner.samples_per_step * config.steps * config.windows
+    samples = runner.samples_per_step * config.steps * config.windows
     values = {**summarize_windows(runner.samples_per_step, windows), "gpus_at_window_end": gpu_state(),
               "compile_s": compile_s,
-              **telemetry.values([window.window_s for window in windows], images)}
+              **telemetry.values([window.window_s for window in windows], samples)}
+    peak = peak_of(config.model.device, [gpu.name for gpu in telemetry.gpus], config.model.precision)
+    values.update(runner_values(runner, values["samples_per_sec"], peak))
     if pipeline_rate is not None:
         values["input_samples_per_sec"] = pipeline_rate
         values["input_bound"] = is_input_bound(pipeline_rate, values["samples_per_sec"])
-    print(f"batch {config.batch_size}: {values['samples_per_sec']:.2f} images/s{_energy_text(values)}", flush=True)
+    print(f"batch {config.batch_size}: {rate_text(values, config.model.spec.sample_unit)}{_energy_text(values)}",
+          flush=True)
     return Measurement(BatchResult(config.batch_size, Status.OK, None, values), list(windows[0].warmup_s),
                        [seconds for window in windows for seconds in window.step_s])
 
 
+def rate_text(values: dict[str, Any], sample_unit: str) -> str:
+    """"812.40 images/s", with tokens/s and MFU where the result has them."""
+    text = f"{values['samples_per_sec']:.2f} {per_second(sample_unit)}"
+    if values.get("tokens_per_sec") is not None:
+        text += f", {values['tokens_per_sec']:.0f} tokens/s"
+    if values.get("mfu") is not None:
+        text += f", MFU {100 * values['mfu']:.1f} %"
+    return text
+
+
 def _energy_text(values: dict[str, Any]) -> str:
     joules = values.get("joules_per_sample")
-    return f", {joules:.3f} J/image at {values['mean_power_w']:.0f} W" if joules is not None else ""
+    return f", {joules:.3f} J/sample at {values['mean_power_w']:.0f} W" if joules is not None else ""
 
 
 def run(config: BenchConfig, how: Measure = measure, timeline: Path | None = None) -> dict[str, Any]:

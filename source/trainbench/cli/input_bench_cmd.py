@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 
+from trainbench import workloads
 from trainbench.bench.input_bench import InputBench, measure_input
 from trainbench.cli.options import (
     DATA_DIR_HELP,
@@ -26,6 +27,9 @@ from trainbench.config import (
     MIN_IMAGE_SIZE,
     ModelConfig,
     field_default,
+    model_config_from,
+    refuse,
+    workload_problems,
 )
 from trainbench.engines.capabilities import capabilities_of
 
@@ -40,6 +44,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("data", type=path_text, metavar="DIR", help=DATA_DIR_HELP)
     add_choice_option(parser, "--framework", FRAMEWORKS, field_default(ModelConfig, "framework"))
+    add_choice_option(parser, "--workload", workloads.names(), field_default(ModelConfig, "workload"),
+                      "whose input to read (only workloads that read --data have an input pipeline)")
+    add_choice_option(parser, "--size", workloads.SIZES, field_default(ModelConfig, "size"))
+    parser.add_argument("--seq-len", type=POSITIVE, metavar="N", help="refused: no sequence workload reads data yet")
     batch_size, warmup, steps, image_size = (field_default(InputBench, name)
                                              for name in ("batch_size", "warmup", "steps", "image_size"))
     parser.add_argument("--batch-size", type=whole_number(1, MAX_BATCH_SIZE), default=batch_size, metavar="N",
@@ -58,8 +66,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
+def workload_problem(args: argparse.Namespace) -> None:
+    """The workload's refusals, in one line, before the folder is looked at: one without an input pipeline (it runs
+    on synthetic data only), a framework it lacks, a shape setting it does not have."""
+    model = model_config_from({"framework": args.framework, "workload": args.workload, "size": args.size,
+                               "seq_len": args.seq_len, "device": "cpu"})
+    refuse([problem for problem in workload_problems(model, args.data) if problem])
+
+
 def bench_from_args(args: argparse.Namespace) -> InputBench:
     """InputBench checks the settings, then the folder is looked at: a wrong framework is named before the folder."""
+    workload_problem(args)
     bench = InputBench(args.framework, args.data, args.batch_size, args.image_size, args.warmup, args.steps,
                        args.workers, args.seed, args.loader)
     return dataclasses.replace(bench, data=str(existing_data_dir(bench.data)))

@@ -12,6 +12,7 @@ from types import FrameType
 from trainbench import __version__
 from trainbench.cli.parsing import PROGRAM, Parser
 from trainbench.errors import EXIT_USAGE, UsageError, printable_line
+from trainbench.workloads import all_workloads
 
 # One module per command under trainbench.cli; each has add_parser(subparsers) setting the default ``run``.
 COMMAND_MODULES = (
@@ -32,7 +33,8 @@ COMMAND_MODULES = (
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog=PROGRAM, description="ResNet-50 training benchmarks for TensorFlow and PyTorch.")
+    parser = Parser(prog=PROGRAM, description="Training benchmarks for TensorFlow and PyTorch: "
+                    f"{', '.join(w.title for w in all_workloads())} (trainbench workloads lists them).")
     parser.add_argument("--version", action="version", version=f"{PROGRAM} {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name in COMMAND_MODULES:

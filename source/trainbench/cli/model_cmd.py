@@ -20,10 +20,12 @@ from trainbench.errors import UsageError
 from trainbench.report.model_plot import Panel, plot_models
 from trainbench.results.files import create_run_dir, write_csv_atomic, write_json_atomic
 from trainbench.results.layout import MEASUREMENTS, MODEL, MODEL_PLOT
+from trainbench.workloads import all_workloads
 
 OUTPUT = "model_data"
 # The largest value of each parameter a run can have: a point beyond it is no question a model of these runs answers
-LARGEST = {"batch_size": MAX_BATCH_SIZE, "gpus": MAX_PROCESSES * MAX_PROCESSES, "image_size": MAX_IMAGE_SIZE}
+LARGEST = {"batch_size": MAX_BATCH_SIZE, "gpus": MAX_PROCESSES * MAX_PROCESSES, "image_size": MAX_IMAGE_SIZE,
+           "seq_len": max(w.params["seq_len"].maximum for w in all_workloads() if "seq_len" in w.params)}
 DEFAULT_METRICS = ("step_time", "gpu_time")
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from trainbench import workloads
 from trainbench.bench.launch import local_process_problem
 from trainbench.config import (
     COMPILE_MODES,
@@ -36,6 +38,7 @@ from trainbench.config import (
     problems,
     refuse,
     telemetry_interval_problem,
+    workload_problems,
 )
 from trainbench.data.source import num_classes, open_source, tfrecords_only
 from trainbench.engines.base import resolve_device_here
@@ -188,18 +191,42 @@ def add_choice_option(parser: argparse.ArgumentParser, option: str, allowed: tup
                         help=f"{what + ': ' if what else ''}one of {', '.join(allowed)} (default: {default})")
 
 
+def _param_help(name: str) -> str:
+    """"default: resnet50 224 (tiny 64)": each workload's default of a shape setting, at both sizes."""
+    defaults = [f"{w.name} {w.default(name)}" + (f" (tiny {w.default(name, 'tiny')})"
+                                                  if w.default(name, "tiny") != w.default(name) else "")
+                for w in workloads.all_workloads() if name in w.params]
+    return f"default: {', '.join(defaults)}; refused by the other workloads"
+
+
+def _param_bounds(name: str) -> tuple[int, int]:
+    """The widest bounds any workload gives a shape setting: the option's type checks these, the workload's own
+    narrower ones are ModelConfig's to check (with the workload named)."""
+    found = [w.params[name] for w in workloads.all_workloads() if name in w.params]
+    return min(p.minimum for p in found), max(p.maximum for p in found)
+
+
+def add_workload_options(parser: argparse.ArgumentParser) -> None:
+    """What is trained: the workload, its size and its shape settings (None: the workload's default at its size;
+    a setting the workload does not have is refused by ModelConfig, in one line)."""
+    add_choice_option(parser, "--workload", workloads.names(), field_default(ModelConfig, "workload"),
+                      "what to train (trainbench workloads lists them)")
+    add_choice_option(parser, "--size", workloads.SIZES, field_default(ModelConfig, "size"),
+                      "the published network, or a small one of the same structure for CPU tests")
+    parser.add_argument("--image-size", type=whole_number(MIN_IMAGE_SIZE, MAX_IMAGE_SIZE), metavar="PX",
+                        help=f"square input size ({_param_help('image_size')})")
+    parser.add_argument("--num-classes", type=whole_number(2, MAX_NUM_CLASSES),  # None: see _num_classes
+                        help=f"classifier outputs (with --data: the data's classes; {_param_help('num_classes')})")
+    parser.add_argument("--seq-len", type=whole_number(*_param_bounds("seq_len")), metavar="N",
+                        help=f"tokens per sequence ({_param_help('seq_len')})")
+
+
 def add_model_options(parser: argparse.ArgumentParser) -> None:
     """ModelConfig's settings, with its defaults."""
     add_choice_option(parser, "--framework", FRAMEWORKS, field_default(ModelConfig, "framework"))
+    add_workload_options(parser)
     add_choice_option(parser, "--precision", PRECISIONS, field_default(ModelConfig, "precision"))
     add_choice_option(parser, "--device", DEVICES, field_default(ModelConfig, "device"))
-    image_size = field_default(ModelConfig, "image_size")
-    parser.add_argument("--image-size", type=whole_number(MIN_IMAGE_SIZE, MAX_IMAGE_SIZE), default=image_size,
-                        metavar="PX",
-                        help=f"square input size (default {image_size})")
-    parser.add_argument("--num-classes", type=whole_number(2, MAX_NUM_CLASSES),  # None: see _num_classes
-                        help="classifier outputs (default: the data's classes with --data, else "
-                        f"{field_default(ModelConfig, 'num_classes')})")
     parser.add_argument("--xla", action="store_true", help="TensorFlow: compile the training step with XLA")
     parser.add_argument("--compile", nargs="?", const="default", metavar="MODE",
                         help="PyTorch: torch.compile the model, in MODE: one of "
@@ -229,21 +256,26 @@ def add_loader_option(parser: argparse.ArgumentParser) -> None:
                       "PyTorch with --data: decode and augment in CPU worker processes, or on the GPU (nvJPEG)")
 
 
-def _num_classes(args: argparse.Namespace) -> int:
-    """As given; else, with --data, the data's classes; else ImageNet's 1000. Refuses data TensorFlow cannot read."""
+def _num_classes(args: argparse.Namespace) -> int | None:
+    """As given; else, with --data, the data's classes; else None (the workload's default). Refuses data TensorFlow
+    cannot read. A workload that reads no data (or has no classes) is left to ModelConfig to refuse in one line."""
     data = getattr(args, "data", None)
-    source = open_source(data) if data is not None else None
-    if source is not None and args.framework == "tf":
-        tfrecords_only(source)
-    if args.num_classes is not None:
+    workload = workloads.get(args.workload)
+    if data is None or args.framework not in workload.data or "num_classes" not in workload.params:
         return args.num_classes
-    return num_classes(source) if source is not None else field_default(ModelConfig, "num_classes")
+    source = open_source(data)
+    if args.framework == "tf":
+        tfrecords_only(source)
+    return args.num_classes if args.num_classes is not None else num_classes(source)
 
 
 def model_config(args: argparse.Namespace) -> ModelConfig:
-    """The model the options ask for, on the device this machine offers (``--device auto`` resolved here)."""
-    return model_config_from({**vars(args), "num_classes": _num_classes(args),
-                              "device": resolve_device_here(args.device)})
+    """The model the options ask for, on the device this machine offers (``--device auto`` resolved here). The
+    workload's refusals (a framework it lacks, a setting it does not have, --data it cannot read) come first, as
+    one line, before the data folder is opened."""
+    model = model_config_from({**vars(args), "device": resolve_device_here(args.device)})
+    refuse([problem for problem in workload_problems(model, getattr(args, "data", None)) if problem])
+    return dataclasses.replace(model, num_classes=_num_classes(args))
 
 
 def existing_data_dir(path: str | None) -> str | None:

@@ -1,4 +1,4 @@
-"""``trainbench throughput``: images/s of ResNet-50 training across batch sizes."""
+"""``trainbench throughput``: samples/s of a workload's training across batch sizes."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from trainbench.cli.options import add_sweep_options, bench_configs, model_confi
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "throughput",
-        help="measure training images/s across batch sizes",
-        description="Measure ResNet-50 training throughput, one worker process per batch size. "
+        help="measure training samples/s across batch sizes",
+        description="Measure a workload's training throughput (--workload, default resnet50: images/s; sequence "
+        "workloads also tokens/s; MFU on a GPU of known peak), one worker process per batch size. "
         "The last line printed is the run folder.",
     )
     add_sweep_options(parser, "throughput_data")

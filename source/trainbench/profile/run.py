@@ -20,6 +20,7 @@ from trainbench.profile.ncu import Ncu
 from trainbench.profile.nsys import Nsys
 from trainbench.profile.nvprof import Nvprof
 from trainbench.profile.tools import Profiler
+from trainbench.report.console import workload_title
 from trainbench.report.plot import plot_against_batch_size
 from trainbench.results.files import create_fresh_dir, write_json_atomic
 from trainbench.results.header import Profiling
@@ -142,7 +143,8 @@ def plot_profile(profiler: Profiler, store: ProfileRun, window: ProfileConfig) -
     if not profiler.plot_fields:
         return
     header = store.header
-    title = (f"ResNet-50 {header['framework']} {header['precision']}, {window.tool}, iterations "
+    title = (f"{workload_title(header.get('workload'))} {header['framework']} {header['precision']}, {window.tool}, "
+             "iterations "
              f"{window.start_iteration}..{window.stop_iteration - 1}")
     rows = store.rows()
     lines = {label: (rows, field) for label, field in profiler.plot_fields}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from trainbench import workloads
 from trainbench.results import fields
 from trainbench.results.fields import Field, Group
 from trainbench.results.records import Status
@@ -31,14 +32,42 @@ WINDOW_COLUMNS = _headers(Group.SPREAD)  # only for runs with --windows above 1
 INPUT_COLUMNS = _headers(Group.INPUT)  # only for runs on real data
 
 
+def per_second(sample_unit: str) -> str:
+    """A workload's rate unit from its sample unit (``Workload.sample_unit``): "image" -> "images/s"."""
+    return f"{sample_unit}s/s"
+
+
+def workload_title(name: Any) -> str:
+    """A run's workload's title ("BERT-base") from its header's name (files without one: ResNet-50; a name this
+    trainbench does not know: the name)."""
+    name = str(name or "resnet50")
+    return workloads.get(name).title if name in workloads.names() else name
+
+
+def sample_unit_of(header: dict[str, Any]) -> str:
+    """What a run's samples/s counts ("image"), from its header (files without one: ResNet-50's images)."""
+    return str(header.get("sample_unit") or "image")
+
+
+def unit_header(header: str, sample_unit: str) -> str:
+    """A console header in the workload's unit: "samples/s" -> "images/s", "min samples/s" -> "min images/s"."""
+    return header.replace("samples/s", per_second(sample_unit))
+
+
+# Cells shown in another scale than the field's unit (the header says which): seconds as ms, FLOP/s as TFLOP/s,
+# fractions as percent.
+SCALE = {"s": 1e3, "FLOP/s": 1e-12, "fraction": 1e2}
+
+
 def _text(f: Field, value: Any) -> str:
-    """A cell: seconds as milliseconds (the header says ms), rates to two decimals, flags as yes/no."""
+    """A cell: seconds as milliseconds, FLOP/s as TFLOP/s, fractions as percent (the header says so), rates to two
+    decimals, flags as yes/no."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if f.unit == "s":
-        return f"{value * 1000:.2f}"
+    if f.unit in SCALE:
+        return f"{value * SCALE[f.unit]:.2f}"
     return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
@@ -57,11 +86,11 @@ def _row(result: dict[str, Any], shown: Sequence[Field]) -> tuple[str, ...]:
     return (str(result["batch_size"]), str(result["status"]), *always, *others)
 
 
-def format_table(results: Sequence[dict[str, Any]]) -> str:
+def format_table(results: Sequence[dict[str, Any]], sample_unit: str = "sample") -> str:
     """A fixed-width table, one line per batch size (the fields with a console header: ``console_fields``), with
-    failures' messages listed below it."""
+    failures' messages listed below it; rates in the workload's ``sample_unit`` ("images/s")."""
     shown = [f for f in console_fields() if _shown(f, results)]
-    header = (*LEAD_COLUMNS, *(f.console for f in shown))
+    header = (*LEAD_COLUMNS, *(unit_header(f.console, sample_unit) for f in shown))
     lines = aligned([header, *(_row(result, shown) for result in results)])
     lines.extend(f"batch {r['batch_size']} {r['status']}: {r['error']}" for r in results if r["status"] != Status.OK)
     return "\n".join(lines)

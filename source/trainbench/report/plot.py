@@ -106,7 +106,7 @@ def plot_against_batch_size(lines: Mapping[str, tuple[Results, str]], path: Path
     batch_size_figure(lines, title, ylabel).savefig(path)
 
 
-def plot_throughput(series: Mapping[str, Results], path: Path, title: str) -> None:
-    """images/s against batch size, one line per labelled sweep."""
+def plot_throughput(series: Mapping[str, Results], path: Path, title: str, sample_unit: str = "image") -> None:
+    """samples/s (in the workload's ``sample_unit``: images/s) against batch size, one line per labelled sweep."""
     lines = {label: (results, "samples_per_sec") for label, results in series.items()}
-    plot_against_batch_size(lines, path, title, "images/s (images / timed window)")
+    plot_against_batch_size(lines, path, title, f"{sample_unit}s/s ({sample_unit}s / timed window)")

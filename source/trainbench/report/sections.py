@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from trainbench.config import FRAMEWORK_PROFILERS
+from trainbench.report.console import per_second, workload_title
 from trainbench.report.found import (
     Campaign,
     Comparison,
@@ -41,12 +42,18 @@ FIGURE_WIDTH = 10.0  # inches: the page's figures, with their legend beside the 
 
 
 def run_label(run: RunRecord) -> str:
-    """framework precision device, image size and data, as the settings in summary.json say."""
+    """workload (when not ResNet-50), framework precision device, image size or sequence length and data, as the
+    settings in summary.json say."""
     header = RunHeader.read(run.header)
     data = header.data or "synthetic"
-    parts = [header.framework, header.precision, f"on {header.device}"]
+    parts: list[str | None] = [] if header.workload == "resnet50" else [workload_title(header.workload)]
+    parts += [header.framework, header.precision, f"on {header.device}"]
+    if header.size not in (None, "full"):
+        parts.append(str(header.size))
     if header.image_size:
         parts.append(f"{header.image_size}px")
+    if (header.params or {}).get("seq_len"):
+        parts.append(f"seq_len {(header.params or {})['seq_len']}")
     parts.append("synthetic data" if data == "synthetic" else f"data {Path(str(data)).name}")
     if header.profiling is not None:
         parts.insert(0, f"{header.profiling.profiler} profile:")
@@ -178,12 +185,26 @@ def throughput_columns() -> tuple[str, ...]:
                                       if name not in telemetry_values()))
 
 
+def by_workload(runs: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
+    """The runs grouped by workload, in the order first seen: each group's rates are in one unit."""
+    groups: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        groups.setdefault(RunHeader.read(run.header).workload, []).append(run)
+    return groups
+
+
 def throughput_figure(runs: Sequence[RunRecord]) -> str:
-    lines = {label: (run.rows, "samples_per_sec") for label, run in zip(unique_labels(runs), runs, strict=True)}
-    picture = figure_image(lambda: batch_size_figure(
-        lines, "ResNet-50 training throughput (bars: slowest to fastest window)", "images/s (images / timed window)",
-        spread=("samples_per_sec_min", "samples_per_sec_max"), width=FIGURE_WIDTH), "images/s against batch size")
-    return capped_note(len(lines), "runs", "its table below") + picture
+    """One figure per workload: samples of different workloads are different things, each in its own unit."""
+    parts = []
+    for workload, group in by_workload(runs).items():
+        unit = per_second(RunHeader.read(group[0].header).sample_unit)
+        lines = {label: (run.rows, "samples_per_sec") for label, run in zip(unique_labels(group), group, strict=True)}
+        title = f"{workload_title(workload)} training throughput (bars: slowest to fastest window)"
+        picture = figure_image(partial(batch_size_figure, lines, title, f"{unit} ({unit.removesuffix('/s')} / timed "
+                                       "window)", spread=("samples_per_sec_min", "samples_per_sec_max"),
+                                       width=FIGURE_WIDTH), f"{unit} against batch size")
+        parts.append(capped_note(len(lines), "runs", "its table below") + picture)
+    return "".join(parts)
 
 
 def capped_note(lines: int, what: str, where: str) -> str:
@@ -206,13 +227,27 @@ def throughput_section(data: ReportData) -> Section:
                        "not compared.", "note"),
              throughput_figure(data.runs)]
     for run in data.runs:
-        timing = RunHeader.read(run.header).timing or Timing()
-        steps = f"{timing.warmup_steps} warm-up + {timing.timed_steps} timed steps per window"
+        header = RunHeader.read(run.header)
+        timing = header.timing or Timing()
+        steps = f"{timing.warmup_steps} warm-up + {timing.timed_steps} timed steps per window; " \
+            f"samples are {header.sample_unit}s ({per_second(header.sample_unit)}){_work_note(header)}"
         parts += [heading(titled(run)), paragraph(steps, "note"),
                   rows_table(throughput_columns(), run.rows, ("batch_size", "status")),
                   left_out_note([str(row.get("error")) for row in run.invalid_rows()], "invalid result{s} (shaded)",
                                 "the figure, and the run out of the comparisons")]
     return Section("throughput", title, "".join(parts))
+
+
+def _work_note(header: RunHeader) -> str:
+    """"; 110,104,890 parameters, 3.4e+10 training FLOP per sample (FlopCounterMode)" where recorded."""
+    parts = []
+    if header.parameters is not None:
+        parts.append(f"{header.parameters:,} parameters")
+    if header.train_flops_per_sample is not None:
+        parts.append(f"{header.train_flops_per_sample:.3g} training FLOP per sample")
+    if header.flops_note:
+        parts.append(f"FLOPs: {header.flops_note}")
+    return "; " + ", ".join(parts) if parts else ""
 
 
 def _campaign_rows(campaign: Campaign) -> list[dict[str, Any]]:

@@ -56,6 +56,7 @@ class Group(StrEnum):
     TELEMETRY = "telemetry"  # sampled power, clocks, temperature, throttling, and the notes on them
     STATE = "state"  # the GPUs as they were at a moment
     PROFILE = "profile"  # a profiled window's record
+    WORK = "work"  # what one sample costs (parameters, FLOPs), tokens/s, and the FLOP/s and MFU they give
 
 
 JSON, CSV, TABLE, PROFILE = Where.SUMMARY_JSON, Where.SUMMARY_CSV, Where.RESULTS_CSV, Where.PROFILE_JSON
@@ -149,6 +150,23 @@ FIELDS: tuple[Field, ...] = (
     Field("profiled_iterations", "", (PROFILE,), Merge.LEAD, Group.PROFILE, "the iterations the profiler held"),
     Field("profiled_samples_per_sec", "samples/s", (PROFILE,), Merge.LEAD, Group.PROFILE,
           "samples/s with the profiler attached: never a throughput to compare", measured=True),
+    # What the workload's samples cost and how much of the GPUs' peak that is (format 4). Counted by the engine from
+    # the built model once per batch size, outside every window; the rates are the world's, as samples_per_sec.
+    Field("tokens_per_sec", "tokens/s", FLAT, Merge.WORLD, Group.WORK,
+          "sequence workloads: samples_per_sec x tokens per sample (the runner's tokens_per_step / samples_per_step)",
+          measured=True, console="tokens/s", modelled=True),
+    Field("parameters", "", RUN, Merge.LEAD, Group.WORK, "trainable parameters of the network as built"),
+    Field("train_flops_per_sample", "FLOP", RUN, Merge.LEAD, Group.WORK,
+          "floating-point operations of one training step (forward, backward, update) per sample", measured=True),
+    Field("flops_note", "", RUN, Merge.JOIN, Group.WORK, "how train_flops_per_sample was counted, or why not"),
+    Field("achieved_flops", "FLOP/s", FLAT, Merge.WORLD, Group.WORK, "samples_per_sec x train_flops_per_sample",
+          measured=True, console="TFLOP/s", modelled=True),
+    Field("peak_flops", "FLOP/s", RUN, Merge.WORLD, Group.WORK,
+          "the dense peak of every GPU that measured, at the run's precision (results.peaks)", measured=True),
+    Field("mfu", "fraction", FLAT, Merge.WORLD, Group.WORK,
+          "model FLOPs utilisation: achieved_flops / peak_flops; None on the CPU or an unknown GPU (see mfu_note)",
+          measured=True, console="MFU %", modelled=True),
+    Field("mfu_note", "", FLAT, Merge.JOIN, Group.WORK, "the peak MFU is measured against, or why there is no MFU"),
 )
 
 BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}
@@ -171,6 +189,8 @@ assert set(RENAMED.values()) <= set(BY_NAME), "every renamed field is declared"
 # The names code refers to: a typo is an import error, never a silent None.
 SAMPLES_PER_SEC = BY_NAME["samples_per_sec"].name
 WINDOW_SAMPLES_PER_SEC = BY_NAME["window_samples_per_sec"].name
+TOKENS_PER_SEC = BY_NAME["tokens_per_sec"].name
+MFU = BY_NAME["mfu"].name
 
 
 def written_to(where: Where) -> tuple[str, ...]:

@@ -6,7 +6,11 @@ every reader the header in today's shape (``RunHeader.read(...).to_json()``), so
 
 On disk the header is flat, as readers and scripts have always read it:
 
-- ``workload`` (``"resnet50"``: every run so far; files from before it was written are read as such);
+- ``workload`` (``"resnet50"``: every run so far; files from before it was written are read as such), its
+  ``sample_unit`` (``"image"``, ``"sequence"``: what samples/s counts), ``size`` (``"full"``, ``"tiny"``) and
+  ``params`` (the workload's shape settings as run: ``{"seq_len": 128}``);
+- what one sample costs, from the runner (the first batch size that measured it): ``parameters``,
+  ``train_flops_per_sample`` and ``flops_note`` (how they were counted; format 4);
 - ``framework``, ``precision``, ``image_size``, ``device`` (the model's own, repeated at the top: what every reader
   asks first), ``data`` (``"synthetic"`` or the data folder) and ``model`` (the whole model configuration);
 - a throughput run's timing (``Timing``): ``warmup_steps``, ``timed_steps``, ``windows``, ``sync_every_step``,
@@ -30,6 +34,9 @@ from typing import Any
 from trainbench.results.records import FORMAT_KEY, RESULTS_KEY
 
 WORKLOAD = "resnet50"  # the workload of every run written before the header named one
+SAMPLE_UNIT = "image"  # and its sample unit
+# What one sample costs: taken from the first ok result that holds them (``with_work``).
+WORK = ("parameters", "train_flops_per_sample", "flops_note")
 
 
 @dataclass(frozen=True)
@@ -58,8 +65,8 @@ class Profiling:
 _OBJECTS = ("model", "launch")
 _TIMING = tuple(f.name for f in fields(Timing))
 _PROFILING = tuple(f.name for f in fields(Profiling))
-_KNOWN = frozenset({"workload", "framework", "precision", "image_size", "data", "device", *_OBJECTS, *_TIMING,
-                    *_PROFILING, FORMAT_KEY, RESULTS_KEY})
+_KNOWN = frozenset({"workload", "sample_unit", "size", "params", "framework", "precision", "image_size", "data",
+                    "device", *_OBJECTS, *_TIMING, *_PROFILING, *WORK, FORMAT_KEY, RESULTS_KEY})
 
 
 @dataclass(frozen=True)
@@ -75,15 +82,22 @@ class RunHeader:
     model: dict[str, Any]
     launch: dict[str, Any] | None = None
     workload: str = WORKLOAD
+    sample_unit: str = SAMPLE_UNIT
+    size: str | None = None
+    params: dict[str, Any] | None = None
+    parameters: int | None = None
+    train_flops_per_sample: float | None = None
+    flops_note: str | None = None
     timing: Timing | None = None
     profiling: Profiling | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The flat header a summary file starts with; values not recorded are left out."""
-        out: dict[str, Any] = {"workload": self.workload, "framework": self.framework, "precision": self.precision,
+        out: dict[str, Any] = {"workload": self.workload, "sample_unit": self.sample_unit, "size": self.size,
+                               "params": self.params, "framework": self.framework, "precision": self.precision,
                                "image_size": self.image_size, "data": self.data, "device": self.device,
-                               "model": self.model}
+                               "model": self.model, **{name: getattr(self, name) for name in WORK}}
         if self.timing is not None:
             out.update({name: getattr(self.timing, name) for name in _TIMING})
         out["launch"] = self.launch
@@ -108,8 +122,11 @@ class RunHeader:
                    device=header.get("device", inside.get("device")),
                    image_size=header.get("image_size", inside.get("image_size")), data=header.get("data"),
                    model=inside, launch=launch if isinstance(launch, dict) else None,
-                   workload=header.get("workload") or WORKLOAD, timing=_timing(header), profiling=_profiling(header),
-                   extra=extra)
+                   workload=header.get("workload") or WORKLOAD,
+                   sample_unit=header.get("sample_unit") or SAMPLE_UNIT, size=header.get("size", inside.get("size")),
+                   params=header.get("params") if isinstance(header.get("params"), dict) else None,
+                   **{name: header.get(name) for name in WORK},
+                   timing=_timing(header), profiling=_profiling(header), extra=extra)
 
 
 def _timing(header: Mapping[str, Any]) -> Timing | None:
@@ -124,3 +141,11 @@ def _profiling(header: Mapping[str, Any]) -> Profiling | None:
         return None
     return Profiling(profiler, header.get("window"), header.get("gpu"), header.get("settings"),
                      header.get("clock_control"))
+
+
+def with_work(header: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """A header (``to_json``'s) with what one sample costs taken from a result's ``values``, when it has none yet:
+    the engine counts them with every batch size, and they differ between batch sizes by noise at most."""
+    if header.get("parameters") is not None or values.get("parameters") is None:
+        return header
+    return {**header, **{name: values.get(name) for name in WORK}}

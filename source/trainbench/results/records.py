@@ -4,7 +4,8 @@ On disk a run's summary (throughput's ``summary.json``, profile's ``profile.json
 ``"format"`` version, the run's settings (the header) and ``"results"``, one flat object per batch size, its values
 named as ``results.fields`` declares them. Files written before the format version existed (those kept in
 ``benchmarks/results/``) are format 1; formats 1 and 2 named rates and energies after images (``images_per_sec``):
-both are read, under the names of today (``_upgrade_row``).
+both are read, under the names of today (``_upgrade_row``). Format 4 added the workload to the header (a file
+without one is ResNet-50's: ``results.header``) and tokens/s, FLOPs and MFU to the rows (absent: not measured).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from trainbench.results import fields
 
-FORMAT = 3  # the version of every JSON object the suite writes (its "format" field); files without one are 1
+FORMAT = 4  # the version of every JSON object the suite writes (its "format" field); files without one are 1
 FORMAT_KEY = "format"
 RESULTS_KEY = "results"
 

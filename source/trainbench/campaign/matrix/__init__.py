@@ -14,8 +14,9 @@ The format (plain YAML; every key but ``axes`` is optional)::
       - {framework: tf, precision: [fp16, bf16]}
 
 Axes (a scalar counts as a one-value list; a value given twice is refused):
+workload (``trainbench workloads``' names, default resnet50), size (full, tiny), seq_len (sequence workloads),
 framework, precision, device (``trainbench throughput``'s names; "auto" is kept, resolved by the runner),
-batch_size, image_size, num_classes (absent: the data's classes, else 1000, as ``--num-classes``), seed,
+batch_size, image_size, num_classes (absent: the data's classes, else the workload's, as ``--num-classes``), seed,
 data ("synthetic" or a data folder, relative to the current folder, stored resolved), xla, channels_last,
 cuda_graph (true/false), compile (true/false, or one of torch.compile's modes: ``reduce-overhead``...), loader
 (cpu, gpu: where real images are decoded), profiler ("none" or one of ``trainbench profile``'s profilers), gpus
@@ -32,7 +33,9 @@ and ``profile`` apply (xla=true only with framework tf; compile, cuda_graph and 
 torch; compile and cuda_graph not together; precision fp16 not with device cpu; CUDA graphs or the GPU loader not
 on device cpu; cuda_graph not with fp16; loader gpu only with data; profiler torch or tf only with that framework;
 profiler ncu, nsys or nvprof not with device cpu; gpus above 1 not with framework tf), and nodes above 1 (a
-multi-node sweep is a Slurm job, not a campaign). A matrix that leaves no experiment is refused.
+multi-node sweep is a Slurm job, not a campaign), and the workload's own refusals (a framework it lacks: gpt2 on tf;
+a shape setting it does not have: seq_len on resnet50, image_size on bert; --data or channels_last where it has
+none). A matrix that leaves no experiment is refused.
 
 The package: ``values`` (the axes, the settings and their parsers), ``read`` (the YAML file), ``overrides``,
 ``legality`` (the filter), ``plan`` (experiments, config strings, the order of runs) and ``configs`` (each
@@ -46,8 +49,9 @@ Every problem (an unknown key, a bad value, an empty list or product, a YAML syn
 UsageError naming the file and the key, or the override; every experiment's BenchConfig is built at load time so
 that config.py's checks speak before anything runs.
 
-Config strings (run folders' names): framework, precision and image size always (``torch-fp32-img64``), then, in a
-fixed axis order, every other axis that has more than one value or whose one value is not the default (``xla``,
+Config strings (run folders' names): framework, precision and the workload's shape settings as run always
+(``torch-fp32-img64``, ``bert-torch-fp32-seq128``: image size, sequence length), then, in a fixed axis order (the
+workload first), every other axis that has more than one value or whose one value is not the default (``xla``,
 ``no_xla``, ``gpus2``, ``data_<folder name>_<8 hex digits of the path's sha256>``...). Tokens never contain "-",
 "/" or white space, so two experiments of one matrix never share a string, and reordering keys changes nothing.
 

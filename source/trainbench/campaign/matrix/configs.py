@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainbench import workloads
 from trainbench.campaign.matrix.plan import Experiment, Matrix
 from trainbench.campaign.matrix.values import AXIS_DEFAULTS, NO_PROFILER, SYNTHETIC, data_classes, data_source
 from trainbench.config import BenchConfig, LaunchConfig, ModelConfig, ProfileConfig, model_config_from
@@ -17,7 +18,8 @@ def _model(experiment: Experiment) -> ModelConfig:
     data = values["data"]
     if data != SYNTHETIC and values["framework"] == "tf":
         tfrecords_only(data_source(data))
-    if "num_classes" not in experiment.values and data != SYNTHETIC:
+    if "num_classes" not in experiment.values and data != SYNTHETIC and \
+            "num_classes" in workloads.get(values["workload"]).params:
         values["num_classes"] = data_classes(data)  # as --data without --num-classes
     return model_config_from(values)
 

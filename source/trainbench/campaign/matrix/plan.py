@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainbench import workloads
 from trainbench.campaign.matrix.legality import excluded, illegal
 from trainbench.campaign.matrix.values import (
     AXES,
@@ -82,7 +83,8 @@ def _token(axis: str, value: Any) -> str:
         return f"compile_{value.replace('-', '_')}"
     if axis == "loader":
         return f"loader_{value}"
-    prefixes = {"image_size": "img", "num_classes": "cls", "seed": "seed", "gpus": "gpus", "nodes": "nodes"}
+    prefixes = {"image_size": "img", "seq_len": "seq", "num_classes": "cls", "seed": "seed", "gpus": "gpus",
+                "nodes": "nodes"}
     return f"{prefixes.get(axis, '')}{value}"
 
 
@@ -96,16 +98,24 @@ def _data_token(path: str) -> str:
     return f"data_{digest}" if any(marker in token for marker in UNFINISHED_MARKERS) else token
 
 
+# Shown in every config string: the framework and precision, and the workload's shape settings as run.
+ALWAYS = ("framework", "precision")
+SHAPES = ("image_size", "seq_len")
+
+
 def config_string(matrix: Matrix, values: Mapping[str, Any]) -> str:
-    """``torch-fp32-img64[-...]``: see the package's docstring for the rule."""
-    always = ("framework", "precision", "image_size")
+    """``torch-fp32-img64[-...]``, ``bert-torch-fp32-seq128``: see the package's docstring for the rule."""
+    workload = workloads.get(values.get("workload", AXIS_DEFAULTS["workload"]))
+    size = values.get("size", AXIS_DEFAULTS["size"])
     tokens = []
     for axis in AXES:
-        if axis == "batch_size":
+        if axis == "batch_size" or (axis in SHAPES and axis not in workload.params):
             continue
         value = values.get(axis, AXIS_DEFAULTS[axis])
         shown = matrix.axes.get(axis, (value,))
-        if axis in always or len(shown) > 1 or value != AXIS_DEFAULTS[axis]:
+        if axis in SHAPES and value is None:  # the workload's default at its size, as run
+            tokens.append(_token(axis, workload.default(axis, size)))
+        elif axis in ALWAYS or len(shown) > 1 or value != AXIS_DEFAULTS[axis]:
             tokens.append(_token(axis, value))
     return "-".join(tokens)
 

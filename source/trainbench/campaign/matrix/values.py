@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from trainbench import workloads
 from trainbench.config import (
     COMPILE_MODES,
     LOADERS,
@@ -103,6 +104,26 @@ def _compile(value: Any) -> bool | str:
     raise UsageError(f"must be true, false or one of {', '.join(COMPILE_MODES)}, got {value!r}")
 
 
+def _workload(value: Any) -> str:
+    check_choice("workload", value, workloads.names())
+    return value
+
+
+def _size(value: Any) -> str:
+    check_choice("size", value, workloads.SIZES)
+    return value
+
+
+def _seq_len(value: Any) -> int:
+    """Within the widest bounds of the workloads that have a sequence length; ModelConfig checks the workload's
+    own (an experiment it refuses is dropped by the legality filter, with its reason)."""
+    bounds = [w.params["seq_len"] for w in workloads.all_workloads() if "seq_len" in w.params]
+    problem = int_problem(value, min(b.minimum for b in bounds), max(b.maximum for b in bounds))
+    if problem is not None:
+        raise UsageError(problem)
+    return value
+
+
 def _loader(value: Any) -> str:
     check_choice("loader", value, LOADERS)
     return value
@@ -164,9 +185,12 @@ def _clock_control(value: Any) -> str:
 
 # The known axes in config-string order; their defaults are the suite's.
 AXES: dict[str, Parser] = {
+    "workload": _workload,
     "framework": _model_field("framework"),
     "precision": _model_field("precision"),
+    "size": _size,
     "image_size": _model_field("image_size"),
+    "seq_len": _seq_len,
     "device": _model_field("device"),
     "num_classes": _model_field("num_classes"),
     "data": _data,
@@ -182,9 +206,9 @@ AXES: dict[str, Parser] = {
     "batch_size": _batch_size,
 }
 AXIS_DEFAULTS: dict[str, Any] = {
-    **{name: field_default(ModelConfig, name) for name in ("framework", "precision", "image_size", "device",
-                                                           "num_classes", "xla", "compile", "cuda_graph",
-                                                           "channels_last", "seed")},
+    **{name: field_default(ModelConfig, name) for name in ("workload", "framework", "precision", "size",
+                                                           "image_size", "seq_len", "device", "num_classes", "xla",
+                                                           "compile", "cuda_graph", "channels_last", "seed")},
     "loader": field_default(BenchConfig, "loader"),
     "data": SYNTHETIC,
     "profiler": NO_PROFILER,

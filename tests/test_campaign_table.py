@@ -15,11 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from trainbench import workloads
 from trainbench.bench.stats import summarize_windows
 from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.timing import Window
 from trainbench.campaign.matrix import Experiment, Matrix, load_matrix, planned_runs
 from trainbench.campaign.table import (
+    AXES_AFTER,
     COLUMNS,
     campaign_runs,
     campaign_summary,
@@ -160,7 +162,8 @@ def test_columns_and_run_order(campaign: tuple[Path, dict[str, Any]]) -> None:
     table = read_back(root)
     axes = ["framework", "precision", "image_size", "channels_last", "profiler"]  # matrix.AXES's order
     profile_extra = ["profiled_iterations", "profiled_samples_per_sec", "window_s", "trace", "top_operator"]
-    assert list(table.columns) == [*COLUMNS[:4], *axes, *COLUMNS[4:], *profile_extra]
+    at = COLUMNS.index(AXES_AFTER) + 1
+    assert list(table.columns) == [*COLUMNS[:at], *axes, *COLUMNS[at:], *profile_extra]
     finished = {*info["given"], info["corrupt"], info["bad_summary"]}
     assert set(table["run_folder"]) == finished  # no in-progress, abandoned or refused folder
     readable = table[table["run_folder"] != info["corrupt"]]
@@ -439,3 +442,64 @@ def test_only_the_runs_of_the_matrix_in_campaign_json_count(tmp_path: Path, matr
         f"2 run folders of another matrix than campaign.json's left out (the folder's matrix was replaced): "
         f"{legacy.name}, {theirs.name}"]
     assert set(read_back(tmp_path)["run_folder"]) == {mine.name}
+
+
+WORKLOAD_MATRIX = """\
+axes:
+  workload: [resnet50, bert]
+  framework: [torch]
+  size: [tiny]
+  batch_size: [2]
+"""
+
+
+def test_the_workload_its_sample_unit_and_what_a_sample_costs_are_columns(tmp_path: Path) -> None:
+    """Whether or not workload is an axis: each row says its run's workload and unit (a run written before
+    workloads reads as ResNet-50's images), and holds tokens/s, parameters, FLOPs per sample and MFU (empty where
+    not measured)."""
+    path = tmp_path / "matrix.yaml"
+    path.write_text(WORKLOAD_MATRIX)
+    root = tmp_path / "campaign"
+    written: dict[str, dict[str, Any]] = {}
+    for planned, (repetition, experiment) in enumerate(planned_runs(load_matrix(path))):
+        folder = run_folder(root, planned, repetition, experiment, "_ret_0")
+        spec = workloads.get(experiment.values["workload"])
+        tokens = spec.tokens_per_sample({name: spec.default(name, "tiny") for name in spec.params})
+        values = {name: value for name, value in timed(2).items() if name != "_windows"}
+        values |= {"parameters": 1000 + planned, "train_flops_per_sample": 1e6 * (planned + 1), "mfu": None,
+                   "tokens_per_sec": None if tokens is None else tokens * values["samples_per_sec"]}
+        store = ThroughputRun(folder, {"workload": spec.name, "sample_unit": spec.sample_unit, "size": "tiny",
+                                       "framework": "torch", "precision": "fp32"})
+        store.add(BatchResult(2, Status.OK, None, values))
+        written[folder.name] = values
+    old = run_folder(root, 2, 1, planned_runs(load_matrix(path))[0][1], "_ret_0")  # format 3: no workload anywhere
+    write_json_atomic(old / "campaign_run.json", {"run": 2, "repetition": 1, "experiment": 0,
+                                                  "config": "torch-fp32-img64", "values": {"framework": "torch"}})
+    write_json_atomic(old / "summary.json", {"format": 3, "framework": "torch", "precision": "fp32", "results": [
+        {"batch_size": 2, "status": "ok", "samples_per_sec": 7.0, "window_samples_per_sec": [7.0]}]})
+    table = read_back(root)
+    assert {"workload", "sample_unit", "tokens_per_sec", "parameters", "train_flops_per_sample", "mfu"} <= set(
+        table.columns)
+    assert list(table.columns).count("workload") == 1  # an axis here, and still one column
+    by_folder = {row["run_folder"]: row for _, row in table.iterrows()}
+    assert (by_folder[old.name]["workload"], by_folder[old.name]["sample_unit"]) == ("resnet50", "image")
+    assert by_folder[old.name][["tokens_per_sec", "parameters", "train_flops_per_sample", "mfu"]].isna().all()
+    assert sorted(set(table["workload"])) == ["bert", "resnet50"]
+    for name, values in written.items():
+        row = by_folder[name]
+        assert row["sample_unit"] == workloads.get(row["workload"]).sample_unit
+        assert (row["parameters"], row["train_flops_per_sample"]) == (values["parameters"],
+                                                                      values["train_flops_per_sample"])
+        if row["workload"] == "bert":
+            assert row["tokens_per_sec"] == pytest.approx(values["tokens_per_sec"]) and row["tokens_per_sec"] > 0
+        else:
+            assert math.isnan(row["tokens_per_sec"])
+        assert math.isnan(row["mfu"])
+
+
+def test_a_campaign_without_a_workload_axis_names_resnet50(campaign: tuple[Path, dict[str, Any]]) -> None:
+    root, info = campaign
+    table = read_back(root)
+    readable = table[table["run_folder"] != info["corrupt"]]
+    assert set(readable["workload"]) == {"resnet50"} and set(readable["sample_unit"]) == {"image"}
+    assert table.loc[table["run_folder"] == info["corrupt"], "workload"].isna().all()  # no run file: unknown

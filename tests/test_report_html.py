@@ -23,6 +23,7 @@ import pytest
 from tests.conftest import assert_one_line_error, run_cli
 from tests.test_profile_standins import TINY, standin_env
 from tests.test_telemetry_plot import _timeline
+from trainbench import workloads
 from trainbench.analysis.variability import across, load_runs, per_gpu
 from trainbench.bench.compare import compare_runs
 from trainbench.bench.stats import summarize_windows
@@ -309,6 +310,51 @@ def test_a_campaign_s_summary_and_scaling_efficiency_are_in_the_page(tmp_path: P
     assert [row["scaling_efficiency"] for row in shown] == ["1", cell_text(180.0 / (2 * 100.0))]
     assert len(page.sections["campaigns"]["images"]) == 1
     assert page.sections["throughput"]["absent"]  # the campaign's runs are shown by their section only
+
+
+UNITS = {"resnet50": "images/s", "transformer": "sentence pairs/s", "bert": "sequences/s"}
+
+
+def workloads_campaign(folder: Path) -> Path:
+    """A campaign over the workload axis as the runner leaves it, each run's summary naming its workload (the
+    stores write the header) and what its samples cost."""
+    folder.mkdir()
+    write_json_atomic(folder / "campaign.json", {"fingerprint": "test", "runs": 0})
+    for planned, name in enumerate(UNITS):
+        spec = workloads.get(name)
+        tokens = spec.tokens_per_sample({param: spec.default(param, "tiny") for param in spec.params})
+        config = f"{name}-torch-fp32-tiny"
+        run = folder / f"run_0_{config}_ret_0"
+        run.mkdir()
+        write_json_atomic(run / "campaign_run.json", {
+            "run": planned, "repetition": 0, "experiment": planned, "config": config,
+            "values": {"workload": name, "framework": "torch", "size": "tiny", "batch_size": [2]}})
+        store = ThroughputRun(run, {"workload": name, "sample_unit": spec.sample_unit, "size": "tiny",
+                                    "framework": "torch", "precision": "fp32"})
+        rate = 10.0 * (planned + 1)
+        store.add(BatchResult(2, Status.OK, None, {
+            "samples_per_sec": rate, "timed_steps": 4, "parameters": 1000 * (planned + 1),
+            "train_flops_per_sample": 1e6, "achieved_flops": 1e6 * rate, "mfu": None,
+            "tokens_per_sec": None if tokens is None else tokens * rate}))
+    return folder
+
+
+def test_a_campaign_over_workloads_draws_each_in_its_own_unit(tmp_path: Path) -> None:
+    campaign = workloads_campaign(tmp_path / "campaign")
+    page, text = page_of([campaign], tmp_path)
+    assert len(page.sections["campaigns"]["images"]) == len(UNITS)  # one figure per workload
+    table = campaign_table(campaign)
+    for name, unit in UNITS.items():
+        assert f"{workloads.get(name).title}: {unit}" in text and f'alt="campaign {unit} against batch size"' in text
+    assert "tokens/s" in text
+    tables = page.tables("campaigns", "parameters")  # one per workload, in the order of the matrix
+    assert [[row["config"] for row in rows] for rows in tables] == [[config] for config in table["config"]]
+    for rows, record in zip(tables, table.to_dict("records"), strict=True):
+        assert_shows(rows[0]["parameters"], record["parameters"])
+        if record["workload"] == "resnet50":  # images hold no tokens: no column of blanks
+            assert "tokens_per_sec" not in rows[0]
+        else:
+            assert_shows(rows[0]["tokens_per_sec"], record["tokens_per_sec"])
 
 
 def test_variability_per_gpu_and_across(tmp_path: Path) -> None:

@@ -18,8 +18,12 @@ pandas, no cleaning needed). Columns, in order:
 
 - ``run``: the planned run number (``--dry-run``'s first column, ``--only``'s argument); ``repetition``;
   ``experiment`` (the experiment's index in the plan); ``config`` (its config string, as in the folder's name).
-- One column per axis of the matrix except batch_size, named as in the matrix (``framework``, ``precision``,
-  ``image_size``, ``data``, ``xla``...): the run's values (the union over runs; empty where a run lacks one).
+- ``workload`` and its ``sample_unit`` (what samples/s counts: "image", "sentence pair", "sequence"), whether or
+  not workload is an axis: as the run's summary header says (runs written before workloads: resnet50, image), else
+  the run's axis value (empty when its campaign_run.json cannot be read).
+- One column per axis of the matrix except batch_size and workload, named as in the matrix (``framework``,
+  ``precision``, ``image_size``, ``data``, ``xla``...): the run's values (the union over runs; empty where a run
+  lacks one).
 - ``batch_size``; ``window``: the timed window (0, 1... with ``windows: N``), empty for a batch size with no
   measurement (a failure: one row) and for a profiled one.
 - ``status`` (ok, oom, error, interrupted, invalid), ``error`` (why it failed, or a warning on an ok result).
@@ -30,7 +34,9 @@ pandas, no cleaning needed). Columns, in order:
 - Then every result field that ``results.fields`` writes to results.csv, in the registry's order:
   ``samples_per_sec`` (over all windows of the batch size together, repeated on each of its rows),
   ``window_samples_per_sec`` (that window's own samples/s), the input pipeline's rate, the step times and counts,
-  ``compile_s`` and the GPU telemetry (the same on each window's row); see the registry for each one's meaning.
+  ``compile_s``, the GPU telemetry (the same on each window's row) and what a sample costs: ``tokens_per_sec``
+  (sequence workloads), ``parameters``, ``train_flops_per_sample``, ``achieved_flops`` and ``mfu`` (empty where not
+  measured: the CPU, an unknown GPU); see the registry for each one's meaning.
 - A profiled run (a ``profiler`` other than none) has one row per batch size, its samples/s columns empty
   (samples/s under a profiler are no throughput), and its profile record's values (``profiled_iterations``,
   ``profiled_samples_per_sec``, ``window_s``, the profiler's own summary columns...) in extra columns after all
@@ -63,11 +69,13 @@ from typing import Any
 
 import pandas as pd
 
-from trainbench.campaign.matrix import AXES, NO_PROFILER
+from trainbench import workloads
+from trainbench.campaign.matrix import AXES, AXIS_DEFAULTS, NO_PROFILER
 from trainbench.errors import UsageError, os_reason
 from trainbench.report.console import aligned
 from trainbench.results import fields
 from trainbench.results.files import write_text_atomic
+from trainbench.results.header import RunHeader
 from trainbench.results.layout import (
     CAMPAIGN,
     CAMPAIGN_RUN,
@@ -81,10 +89,12 @@ from trainbench.results.layout import (
 from trainbench.results.records import BatchResult, RecordError, Status, format_of, is_measured, is_measurement
 from trainbench.results.store import read_summary
 
-AXES_AFTER = "config"  # the axis columns are inserted after this one
-# Which run, batch size and window a row holds, and how it ended; the result fields (``results.fields``) follow.
-RUN_COLUMNS: tuple[str, ...] = ("run", "repetition", "experiment", "config", "batch_size", "window", "status",
-                                "error", "return_code", "run_folder")
+AXES_AFTER = "sample_unit"  # the axis columns are inserted after this one
+WORKLOAD = "workload"  # always a column (also when the matrix varies it): the report draws each in its own unit
+# Which run, workload, batch size and window a row holds, and how it ended; the result fields (``results.fields``)
+# follow.
+RUN_COLUMNS: tuple[str, ...] = ("run", "repetition", "experiment", "config", WORKLOAD, "sample_unit", "batch_size",
+                                "window", "status", "error", "return_code", "run_folder")
 RATE_COLUMNS = (fields.WINDOW_SAMPLES_PER_SEC, fields.SAMPLES_PER_SEC)  # left empty on a profiled run's rows
 
 
@@ -234,7 +244,15 @@ def _run_columns(folder: RunFolder, info: RunInfo | None) -> Row:
         return {"repetition": folder.repetition, "config": folder.config, **row}
     values = {axis: _cell(value) for axis, value in info.values.items() if axis != "batch_size"}
     return {"run": info.run, "repetition": info.repetition, "experiment": info.experiment, "config": info.config,
-            **values, **row}
+            **_workload_columns(info.values.get(WORKLOAD, AXIS_DEFAULTS[WORKLOAD])), **values, **row}
+
+
+def _workload_columns(name: Any, sample_unit: Any = None) -> Row:
+    """The workload and its sample unit (the descriptor's, when the file does not say; a name this trainbench does
+    not know: no unit)."""
+    if sample_unit is None and name in workloads.names():
+        sample_unit = workloads.get(name).sample_unit
+    return {WORKLOAD: name, "sample_unit": sample_unit}
 
 
 def _cell(value: Any) -> Any:
@@ -311,9 +329,11 @@ def result_rows(folder: RunFolder, info: RunInfo) -> list[Row]:
     summary = read_summary(path, "campaign run")
     if not summary.results:
         raise UsageError(f"{path}: no batch size finished (return code {folder.return_code})")
+    header = RunHeader.read(summary.header)  # what ran: files from before workloads read as ResNet-50's
+    ran = _workload_columns(header.workload, header.sample_unit)
     if path.name == PROFILE:
-        return [profile_row(result) for result in summary.results]
-    return [row for result in summary.results for row in throughput_rows(result)]
+        return [{**ran, **profile_row(result)} for result in summary.results]
+    return [{**ran, **row} for result in summary.results for row in throughput_rows(result)]
 
 
 def _error_row(message: str) -> Row:
@@ -345,8 +365,10 @@ def _read_folder(folder: RunFolder) -> tuple[RunInfo | None, str | None]:
 
 
 def _axis_columns(infos: Iterable[RunInfo | None]) -> list[str]:
-    """The union of the runs' axes: in the matrix's order, unknown names (a newer matrix) after them."""
-    names = dict.fromkeys(name for info in infos if info for name in info.values if name != "batch_size")
+    """The union of the runs' axes: in the matrix's order, unknown names (a newer matrix) after them; workload has
+    its fixed column."""
+    names = dict.fromkeys(name for info in infos if info for name in info.values
+                          if name not in ("batch_size", WORKLOAD))
     return [axis for axis in AXES if axis in names] + [name for name in names if name not in AXES]
 
 

@@ -1,4 +1,5 @@
-"""Figures against batch size (PNG): images/s of a sweep, core utilization or GPU busy fraction of a profile."""
+"""Figures against batch size (PNG): samples/s of a sweep (in its workload's unit), core utilization or GPU busy
+fraction of a profile."""
 
 from __future__ import annotations
 

@@ -357,7 +357,7 @@ def campaign_part(campaign: Campaign) -> str:
              paragraph(f"{runs} finished run folders; one row per configuration and batch size over its "
                        "repetitions (ok of runs); spread_pct = (max - min) / median x 100.", "note")]
     if summary["scaling_efficiency"].notna().any():
-        parts.append(paragraph("scaling_efficiency: the median images/s with N processes / (N x the same "
+        parts.append(paragraph("scaling_efficiency: the median samples/s with N processes / (N x the same "
                                "configuration's median with 1 process).", "note"))
     else:
         summary = summary.drop(columns="scaling_efficiency")
@@ -370,11 +370,62 @@ def campaign_part(campaign: Campaign) -> str:
     if campaign.left_out:
         parts.append(paragraph(f"Not counted: {'; '.join(campaign.left_out)}.", "warn"))
     lines = _summary_lines(campaign.summary)
-    if lines:
-        parts += [capped_note(len(lines), "configurations", "the table above"), figure_image(
-            lambda: batch_size_figure(lines, f"campaign {campaign.path.name}: median over repetitions (bars: min-max)",
-                                      "images/s", spread=("samples_per_sec_min", "samples_per_sec_max"),
-                                      width=FIGURE_WIDTH), "campaign images/s against batch size")]
+    workload_of = _config_workloads(campaign.table)
+    for workload, configs in _by_workload(lines, workload_of).items():
+        parts.append(_campaign_workload_part(campaign, workload, {config: lines[config] for config in configs}))
+    return "".join(parts)
+
+
+_UNKNOWN = "unknown"  # configurations none of whose runs could be read
+
+
+def _config_workloads(table: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """Each configuration's workload and sample unit, as its runs recorded them (results.csv's columns)."""
+    known = table.dropna(subset=["workload"]).drop_duplicates("config")
+    return {str(config): (str(workload), "sample" if _missing(unit) else str(unit))
+            for config, workload, unit in known[["config", "workload", "sample_unit"]].itertuples(index=False)}
+
+
+def _by_workload(lines: dict[str, Any], workload_of: dict[str, tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+    """The figure's configurations grouped by (workload, sample unit), in the order first seen: a figure each."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for config in lines:
+        groups.setdefault(workload_of.get(config, (_UNKNOWN, "sample")), []).append(config)
+    return groups
+
+
+_WORK = ("parameters", "train_flops_per_sample", "tokens_per_sec", "achieved_flops", "mfu")
+
+
+def _work_rows(campaign: Campaign, configs: list[str]) -> list[dict[str, Any]]:
+    """Per configuration and batch size, the median over its ok repetitions of what a sample costs and the
+    tokens/s, FLOP/s and MFU it gave."""
+    rows = [row for row in _campaign_rows(campaign) if row.get("config") in configs and row.get("status") == "ok"]
+    frame = pd.DataFrame(rows, columns=["config", "batch_size", *_WORK])
+    frame[list(_WORK)] = frame[list(_WORK)].apply(pd.to_numeric, errors="coerce")  # a column of blanks: NaN
+    medians = frame.groupby(["config", "batch_size"], sort=False)[list(_WORK)].median()
+    return [{"config": config, "batch_size": int(batch), **{key: (None if _missing(value) else value)
+                                                           for key, value in values.items()}}
+            for (config, batch), values in medians.to_dict("index").items()]
+
+
+def _campaign_workload_part(campaign: Campaign, workload: tuple[str, str],
+                            lines: dict[str, tuple[list[dict[str, Any]], str]]) -> str:
+    """One workload's figure in its own unit ("sequences/s"), and what its samples cost (tokens/s, FLOPs, MFU)."""
+    name, sample_unit = workload
+    title, unit = workload_title(name) if name != _UNKNOWN else "unknown workload", per_second(sample_unit)
+    parts = [heading(f"{title}: {unit}"),
+             paragraph(f"samples are {sample_unit}s: samples_per_sec is in {unit}; tokens_per_sec: tokens/s "
+                       "(samples/s x the tokens one sample holds), for sequence workloads only; achieved_flops: "
+                       "FLOP/s (samples/s x train_flops_per_sample); mfu: achieved / the GPUs' dense peak (empty on "
+                       "the CPU or an unknown GPU).", "note")]
+    work = _work_rows(campaign, list(lines))
+    if any(row.get(key) is not None for row in work for key in _WORK):
+        parts.append(rows_table(("config", "batch_size", *_WORK), work, ("config", "batch_size")))
+    parts += [capped_note(len(lines), "configurations", "the table above"), figure_image(
+        partial(batch_size_figure, lines, f"campaign {campaign.path.name}: {title}, median over repetitions "
+                "(bars: min-max)", unit, spread=("samples_per_sec_min", "samples_per_sec_max"), width=FIGURE_WIDTH),
+        f"campaign {unit} against batch size")]
     return "".join(parts)
 
 
@@ -418,7 +469,7 @@ def telemetry_section(data: ReportData) -> Section:
         why = f" Recorded: {'; '.join(sorted(notes))}." if notes else ""
         return absent("telemetry", title, "No GPU telemetry in the runs found: energy, power and clocks are read "
                       f"from NVML during runs on a GPU.{why}")
-    note = paragraph("Over the timed windows: energy from NVML's energy counter, joules per image, mean power, the "
+    note = paragraph("Over the timed windows: energy from NVML's energy counter, joules per sample, mean power, the "
                      "SM clock's median and the share of time held down by the power cap or heat; the figure shows "
                      "the whole run with the timed windows shaded.", "note")
     return Section("telemetry", title, note + "".join(parts))
@@ -560,8 +611,8 @@ def comparisons_section(data: ReportData) -> Section:
     if not data.comparisons:
         return absent("comparisons", title, "Fewer than two throughput runs: nothing to compare.")
     note = paragraph("As trainbench compare A B: every run against the first one found (A) without an invalid result; "
-                     "a run holding one is not compared (compare refuses it, naming it). change_pct: B's images/s "
-                     "over A's; p_value: two-sided Mann-Whitney U on the windows' images/s (3 or more windows "
+                     "a run holding one is not compared (compare refuses it, naming it). change_pct: B's samples/s "
+                     "over A's; p_value: two-sided Mann-Whitney U on the windows' samples/s (3 or more windows "
                      "each), else on the step times (sample); significant: p < 0.05.", "note")
     others = len(data.runs) - 1
     if len(data.comparisons) < others:

@@ -234,3 +234,25 @@ def test_campaign_axes_drop_what_a_workload_refuses_and_name_it() -> None:
     assert config_string(one, {}) == "torch-fp32-img224"  # campaigns of ResNet-50 keep their folder names
     tiny = Matrix(axes={"workload": ("bert",), "size": ("tiny",), "batch_size": (1,)})
     assert config_string(tiny, {"workload": "bert", "size": "tiny"}) == "bert-torch-fp32-tiny-seq32"
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["throughput"], "Measure a workload's training throughput"),
+    (["profile"], "of the workload's network (--workload, default resnet50)"),
+    (["train"], "Train the workload's network (--workload, default resnet50)"),
+    (["variability"], "how the GPUs differ (samples/s in the workload's unit"),
+    (["variability", "run"], "a GPU whose median samples/s is below"),
+    (["compare"], "test on the windows' samples/s"),
+])
+def test_the_help_of_a_command_that_runs_any_workload_speaks_of_samples(argv: list[str], says: str,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as leaving:
+        build_parser().parse_args([*argv, "--help"])
+    assert leaving.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse's line breaks undone
+    assert says in text
+    # images/s only as the default workload's unit; ResNet-50 only as the recipe train's defaults come from
+    assert "images/s" not in text.replace("default resnet50: images/s", "") and "per image" not in text
+    assert "ResNet-50" not in text.replace("suite's ResNet-50 recipe", "")
+    if "--windows N" in text:
+        assert "samples/s (in the workload's unit) median, min and max" in text

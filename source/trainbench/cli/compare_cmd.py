@@ -19,7 +19,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "compare", help="compare two throughput runs with a significance test",
         description="Per batch size: samples/s of both runs (in the workload's unit; tokens/s and MFU where "
         "recorded; runs of different workloads are refused), B's change over A, and a two-sided Mann-Whitney U "
-        "test on the windows' images/s when both runs timed 3 or more windows (--windows), else on their step "
+        "test on the windows' samples/s when both runs timed 3 or more windows (--windows), else on their step "
         "times (significant when p < --alpha). Settings in which the runs differ are listed first.",
     )
     parser.add_argument("run_a", type=path_text, metavar="RUN_A", help="baseline run folder")

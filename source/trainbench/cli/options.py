@@ -303,9 +303,9 @@ def add_sweep_options(parser: argparse.ArgumentParser, output: str) -> None:
     parser.add_argument("--steps", type=POSITIVE, default=steps, metavar="N",
                         help=f"timed steps per window (default {steps})")
     parser.add_argument("--windows", "--repeats", type=POSITIVE, default=windows, metavar="N", dest="windows",
-                        help="timed windows of --steps steps per batch size, back to back after the warm-up: images/s "
-                        f"median, min and max across them, and `compare` tests them (default {windows}; --repeats is "
-                        "its older name)")
+                        help="timed windows of --steps steps per batch size, back to back after the warm-up: "
+                        "samples/s (in the workload's unit) median, min and max across them, and `compare` tests them "
+                        f"(default {windows}; --repeats is its older name)")
     add_input_options(parser)
     parser.add_argument("--output", type=path_text, default=output, metavar="DIR",
                         help=f"a new run folder is made inside (default ./{output})")

@@ -28,7 +28,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "profile",
         help="profile a window of training iterations (ncu, nsys, nvprof, torch, tf)",
         description="Run each batch size in a worker under PROFILER, profiling exactly iterations "
-        "[start, start + count): ncu gives the FMA/FP16/Tensor/SFU pipe utilizations, nsys the GPU's busy fraction, "
+        "[start, start + count) of the workload's network (--workload, default resnet50): ncu gives the "
+        "FMA/FP16/Tensor/SFU pipe utilizations, nsys the GPU's busy fraction, "
         "nvprof (GPUs before compute capability 8.0) a timeline, torch and tf their frameworks' traces (CPU too). "
         "Results go to a new folder OUTPUT/profiled_data_PROFILER; the last line printed is that folder.",
     )

@@ -1,4 +1,5 @@
-"""``trainbench train``: end-to-end ResNet-50 training with the original suite's defaults."""
+"""``trainbench train``: end-to-end training of a workload's network (``--workload``, default resnet50) with the
+original suite's ResNet-50 recipe as its defaults."""
 
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def _description() -> str:
     """The original suite's recipe, as TrainConfig's defaults give it."""
     optimizer = field_default(TrainConfig, "optimizer")
     decay_epochs = "/".join(str(epoch) for epoch in field_default(TrainConfig, "decay_epochs"))
-    return (f"Train ResNet-50 ({EPOCHS} epochs, global batch {field_default(TrainConfig, 'batch_size')} split over "
+    return ("Train the workload's network (--workload, default resnet50) with the original suite's ResNet-50 recipe "
+            f"as defaults ({EPOCHS} epochs, global batch {field_default(TrainConfig, 'batch_size')} split over "
             f"the GPUs, SGD momentum {_prose(optimizer.momentum)}, linear warm-up then "
             f"x{_prose(field_default(TrainConfig, 'decay_factor'))} at epochs {decay_epochs}, label smoothing "
             f"{_prose(optimizer.label_smoothing)}, weight decay {_prose(optimizer.weight_decay)}). "
@@ -70,7 +72,7 @@ def _description() -> str:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "train", help="train ResNet-50 end to end, evaluating every epoch", description=_description())
+        "train", help="train the workload's network end to end, evaluating every epoch", description=_description())
     add_model_options(parser)
     _add_schedule_options(parser)
     parser.add_argument("--steps-per-epoch", type=POSITIVE, help="default: one pass over the training set")
@@ -102,7 +104,7 @@ def _add_schedule_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=whole_number(1, MAX_BATCH_SIZE), default=batch_size,
                         help=f"global batch, split over the GPUs (default {batch_size}, at most {MAX_BATCH_SIZE})")
     parser.add_argument("--base-lr", type=real_number(0.0, above=True), default=optimizer.base_learning_rate,
-                        help=f"learning rate per 256 images (default {_prose(optimizer.base_learning_rate)})")
+                        help=f"learning rate per 256 samples (default {_prose(optimizer.base_learning_rate)})")
     parser.add_argument("--momentum", type=real_number(0.0, 1.0, below=True), default=optimizer.momentum)
     parser.add_argument("--weight-decay", type=real_number(0.0), default=optimizer.weight_decay)
     parser.add_argument("--label-smoothing", type=real_number(0.0, 1.0, below=True), default=optimizer.label_smoothing)

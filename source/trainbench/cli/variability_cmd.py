@@ -21,8 +21,8 @@ THRESHOLD = real_number(0.0, 1.0, above=True, below=True)
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("variability", help="compare the GPUs of a node on one configuration",
                                    description="Run one throughput configuration on each visible GPU, with "
-                                   "repetitions, and report how the GPUs differ (images/s, clocks, power, "
-                                   "energy per image) and which are outliers.")
+                                   "repetitions, and report how the GPUs differ (samples/s in the workload's "
+                                   "unit, clocks, power, energy per sample) and which are outliers.")
     commands = parser.add_subparsers(dest="variability_command", required=True, metavar="{run,report}")
     run_parser = commands.add_parser(
         "run", help="run the configuration on every visible GPU and report",
@@ -48,7 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def _add_threshold(parser: argparse.ArgumentParser, default: float | None) -> None:
     shown = f"default {default:g}" if default is not None else "default: the one the run used"
     parser.add_argument("--outlier-threshold", type=THRESHOLD, default=default, metavar="F",
-                        help=f"a GPU whose median images/s is below the GPUs' median by more than this fraction is "
+                        help=f"a GPU whose median samples/s is below the GPUs' median by more than this fraction is "
                         f"an outlier ({shown})")
 
 

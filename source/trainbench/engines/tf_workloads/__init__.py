@@ -14,7 +14,7 @@ from typing import Any, Protocol
 # TensorFlow is first imported by any builder module.
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 
-from trainbench.engines.base import WorkloadBuilder  # noqa: E402
+from trainbench.engines.base import WorkloadBuilder
 
 
 class TfWorkloadBuilder(WorkloadBuilder, Protocol):

@@ -192,6 +192,9 @@ def op_macs(op: tf.Operation) -> int:
 
 _FLOPS: dict[tuple[str, str, tuple[tuple[str, int], ...], str], float] = {}  # per network shape: a sweep counts once
 _COUNT_BATCH = 2  # examples per replica the forward pass is traced with (FLOPs are per example: any batch will do)
+# Seeds the count's batch (only its shapes are used) apart from the runner's, which must not depend on whether this
+# network shape was counted before (its random ops would advance the same seeded generators).
+_COUNT_SEED_OFFSET = 1_000_003
 
 
 def train_flops_per_sample(parts: _Parts, model: ModelConfig) -> float:
@@ -200,7 +203,7 @@ def train_flops_per_sample(parts: _Parts, model: ModelConfig) -> float:
     if key not in _FLOPS:
         strategy, builder, network = parts.strategy, parts.builder, parts.network
         with tf.device("/cpu:0"):
-            batch = builder.synthetic_batch(model, _COUNT_BATCH, "/cpu:0", model.seed)
+            batch = builder.synthetic_batch(model, _COUNT_BATCH, "/cpu:0", model.seed + _COUNT_SEED_OFFSET)
         specs = tf.nest.map_structure(lambda tensor: tf.TensorSpec(tensor.shape, tensor.dtype), batch)
 
         @tf.function

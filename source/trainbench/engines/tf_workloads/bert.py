@@ -23,6 +23,7 @@ from trainbench.engines.base import Batch
 from trainbench.engines.tf_workloads import matrices
 from trainbench.workloads.bert import MASKED_FRACTION
 
+BUILD_SEED_OFFSET = 2_000_003
 INITIALIZER_RANGE = 0.02  # BERT's truncated-normal stddev (the task's mlm_initializer_range)
 
 
@@ -63,8 +64,10 @@ class BertBuilder:
             mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=INITIALIZER_RANGE),
             classification_heads=[NextSentence(encoder.pooler_layer, name="next_sentence")],
         )
-        inputs, _ = self.synthetic_batch(model, 1, "/cpu:0", model.seed)
-        network(inputs)  # builds the heads' variables now: the optimizer builds its slots on them
+        # Builds the heads' variables now (the optimizer builds its slots on them), on a batch seeded apart from
+        # the runner's so that its random ops do not advance the generators the runner's batch draws from.
+        inputs, _ = self.synthetic_batch(model, 1, "/cpu:0", model.seed + BUILD_SEED_OFFSET)
+        network(inputs)
         return network
 
     def synthetic_batch(self, model: ModelConfig, batch_size: int, device: Any, seed: int) -> Batch:

@@ -94,7 +94,8 @@ class RetinaNetBuilder:
     def loss(self, network: tf_keras.Model, batch: Batch, smoothing: float) -> tf.Tensor:
         """The task's total loss (focal + 50 x Huber); detection has no label smoothing."""
         images, labels = batch
-        outputs = network(images, training=True)
+        # float32 outputs under a mixed policy, as RetinaNetTask.train_step casts them before its losses.
+        outputs = tf.nest.map_structure(lambda output: tf.cast(output, tf.float32), network(images, training=True))
         total, _, _, _ = self._tasks[network].build_losses(outputs, labels)
         return total
 

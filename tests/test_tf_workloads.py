@@ -86,8 +86,9 @@ def test_tiny_runner_counts(name):
     run = trained(name)
     runner, model = run["runner"], run["model"]
     assert runner.samples_per_step == BATCH
-    tokens = {"transformer": 2 * model.param("seq_len"), "bert": model.param("seq_len")}.get(name)
-    assert runner.tokens_per_step == (None if tokens is None else BATCH * tokens)  # pairs count both sentences
+    streams = {"transformer": 2, "bert": 1}.get(name)  # a sentence pair counts both sentences' tokens
+    tokens = None if streams is None else streams * model.param("seq_len")
+    assert runner.tokens_per_step == (None if tokens is None else BATCH * tokens)
     sizes = {id(v): math.prod(v.shape) for v in runner.network.trainable_variables}
     assert runner.parameters == sum(sizes.values()) > 0
     assert runner.train_flops_per_sample is not None and runner.train_flops_per_sample > 0

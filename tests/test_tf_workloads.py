@@ -17,6 +17,7 @@ pytest.importorskip("tensorflow")
 pytest.importorskip("official")
 
 import tensorflow as tf
+import tf_keras
 
 from trainbench import workloads
 from trainbench.config import BenchConfig, ModelConfig, TrainConfig
@@ -93,6 +94,33 @@ def test_tiny_runner_counts(name):
     assert runner.parameters == sum(sizes.values()) > 0
     assert runner.train_flops_per_sample is not None and runner.train_flops_per_sample > 0
     assert "x 3 for training" in runner.flops_note
+
+
+def step_twice(model: ModelConfig) -> Any:
+    runner = ENGINE.make_runner(BenchConfig(model=model, batch_size=BATCH))
+    runner.step()
+    runner.step()
+    runner.sync()
+    assert all(np.all(np.isfinite(variable.numpy())) for variable in runner.network.trainable_variables)
+    return runner
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["transformer", "bert"])
+def test_sequence_workloads_train_in_bfloat16(name):
+    runner = step_twice(model_config(name, precision="bf16"))
+    dense = [layer for layer in runner.network.submodules if isinstance(layer, tf_keras.layers.Dense)]
+    assert dense and all(layer.compute_dtype == "bfloat16" for layer in dense)
+    assert all(variable.dtype == tf.float32 for variable in runner.network.trainable_variables)  # float32 masters
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["transformer", "bert"])
+def test_sequence_workloads_train_with_xla(name):
+    runner = step_twice(model_config(name, xla=True))
+    graph = runner._step.get_concrete_function().graph.as_graph_def()
+    nodes = [*graph.node, *(node for function in graph.library.function for node in function.node_def)]
+    assert any(node.attr["_XlaMustCompile"].b for node in nodes if "_XlaMustCompile" in node.attr)
 
 
 def test_synthetic_batches_are_what_the_workloads_say():

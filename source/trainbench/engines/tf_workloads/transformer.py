@@ -2,9 +2,10 @@
 
 ``transformer.Transformer`` (the model ``create_model(params, is_train=True)`` wraps) built from
 ``model_params.BASE_PARAMS`` with the descriptor's dims: one embedding matrix shared by source, target and the
-output projection, sinusoidal positions, post-norm layers with dropout 0.1. The loss is the reference's
-``metrics.transformer_loss``: label-smoothed cross-entropy over the target tokens (minus its lowest possible value,
-as the reference logs it), padding (id 0) excluded; the synthetic sentences hold no padding.
+output projection, sinusoidal positions, pre-norm layers (layer norm before each sublayer, one more after each
+stack) with dropout 0.1. The loss is the reference's ``metrics.transformer_loss``: label-smoothed cross-entropy
+over the target tokens (minus its lowest possible value, as the reference logs it), padding (id 0) excluded; the
+synthetic sentences hold no padding.
 """
 
 from __future__ import annotations

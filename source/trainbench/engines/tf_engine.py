@@ -1,33 +1,35 @@
-"""The TensorFlow engine: tf-models-official's ResNet-50 with a compiled custom training step.
+"""The TensorFlow engine: a workload's tf-models-official network with a compiled custom training step.
 
-Model: ``official.legacy.image_classification.resnet.resnet_model.resnet50``, the Keras ResNet-50 v1.5 that
-tf-models-official trained ImageNet with. It is built on tf_keras (Keras 2), so this module uses tf_keras for
-layers, optimizer and mixed precision throughout, never Keras 3. The builder fixes the input at 224x224; for
-other sizes the same model is cloned onto a new ``Input`` (``tf_keras.models.clone_model``): identical layers and
-configuration, only the input shape differs (the network ends in global average pooling, so any size >= 32 works).
+The network, its synthetic batch, its loss and the variables weight decay covers come from the workload's builder
+(``engines/tf_workloads/<name>.py``, named by the descriptor's ``builders["tf"]``); this module keeps the step
+machinery. Everything is built on tf_keras (Keras 2): layers, optimizer and mixed precision, never Keras 3.
 
 Training step (shared by the benchmark runner and the trainer), per replica:
 
-- loss = categorical cross-entropy with label smoothing on the model's float32 softmax output (sparse labels are
-  made one-hot), summed over the replica's examples and divided by the *global* batch, so gradients all-reduced
-  (summed) over replicas are those of the global mean;
-- weight decay: the model is built with ``use_l2_regularizer=False`` and the penalty
-  ``weight_decay * sum(||w||^2) / 2`` is added here, over exactly the variables the model's own regulariser would
-  cover (convolution kernels, the classifier's kernel and bias; not batch norm). Its gradient is
-  ``weight_decay * w``, the same as ``torch.optim.SGD(weight_decay=...)``. (The model's built-in regulariser is
-  ``L2(1e-4)`` = ``1e-4 * ||w||^2``, fixed at 1e-4 and twice as strong in the gradient; it would ignore
-  ``OptimizerConfig.weight_decay``.)
+- loss = the builder's mean loss over the replica's examples (ResNet-50: categorical cross-entropy with label
+  smoothing on the model's float32 softmax), divided by the number of replicas, so gradients all-reduced (summed)
+  over replicas are those of the global mean;
+- weight decay: the penalty ``weight_decay * sum(||w||^2) / 2`` is added here, over the builder's ``decayed``
+  variables (ResNet-50: exactly those the official model's own regulariser would cover, convolution kernels and the
+  classifier's kernel and bias, not batch norm; the model is built without it). Its gradient is
+  ``weight_decay * w``, the same as ``torch.optim.SGD(weight_decay=...)``;
 - tf_keras SGD with momentum; ``mixed_float16`` adds a dynamic ``LossScaleOptimizer``;
 - ``tf.function``, with ``jit_compile=True`` when ``ModelConfig.xla`` (XLA is then also used for the optimizer's
   update; with ``xla=False`` nothing is XLA-compiled).
 
-The logged training loss is the (label-smoothed) cross-entropy alone, without the weight-decay penalty, as a
-PyTorch ``CrossEntropyLoss`` would report it; the evaluation loss is the same criterion on the evaluation set.
+The logged training loss is the builder's loss alone, without the weight-decay penalty, as a PyTorch
+``CrossEntropyLoss`` would report it; the evaluation loss (ResNet-50 only) is the same criterion on the evaluation set.
+
+Training FLOPs per sample (``_Runner.train_flops_per_sample``) are counted once per network shape, outside every
+window, from the traced forward graph (loss included): 2 x the multiply-adds of every MatMul, BatchMatMul, Einsum
+and convolution, as ``torch.utils.flop_counter.FlopCounterMode`` counts them, times 3 for the training step
+(the backward pass computes two products per forward one).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.metadata
 import math
 import os
@@ -45,7 +47,6 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
 import numpy as np
 import tensorflow as tf
 import tf_keras
-from official.legacy.image_classification.resnet import resnet_model
 
 from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
 from trainbench.data import tf_pipeline
@@ -54,6 +55,7 @@ from trainbench.data.synthetic import learnable_examples
 from trainbench.engines.base import CHECKPOINTS_KEPT, steps_for, synthetic_split
 from trainbench.engines.capabilities import TENSORFLOW
 from trainbench.engines.tf_distribute import make_strategy, world_record
+from trainbench.engines.tf_workloads import TfWorkloadBuilder
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
@@ -74,24 +76,10 @@ def _policy(precision: str) -> Iterator[None]:
         tf_keras.mixed_precision.set_global_policy(previous)
 
 
-def _build_model(model: ModelConfig) -> tf_keras.Model:
-    """tf-models-official's ResNet-50, on ``image_size`` inputs. Call inside the strategy scope and policy."""
-    network = resnet_model.resnet50(num_classes=model.param("num_classes"), use_l2_regularizer=False)
-    if model.param("image_size") != 224:  # the builder hard-codes 224x224; reuse its layers on another input shape
-        inputs = tf_keras.layers.Input(shape=(model.param("image_size"), model.param("image_size"), 3))
-        network = tf_keras.models.clone_model(network, input_tensors=inputs)
-    return network
-
-
-def _decayed_variables(network: tf_keras.Model) -> list[tf.Variable]:
-    """The variables the official model's L2 regulariser would cover: conv kernels, the classifier's weights."""
-    variables: list[tf.Variable] = []
-    for layer in network.layers:
-        if isinstance(layer, tf_keras.layers.Conv2D):
-            variables.append(layer.kernel)
-        elif isinstance(layer, tf_keras.layers.Dense):
-            variables.extend([layer.kernel, layer.bias])
-    return variables
+def _builder(model: ModelConfig) -> TfWorkloadBuilder:
+    """The workload's TensorFlow builder (imported here, in the worker: descriptors import no framework)."""
+    builder: TfWorkloadBuilder = importlib.import_module(model.spec.builders["tf"]).BUILDER
+    return builder
 
 
 @dataclass
@@ -99,9 +87,10 @@ class _Parts:
     """Everything a training step needs, built once per runner or trainer."""
 
     strategy: tf.distribute.Strategy
+    builder: TfWorkloadBuilder
     network: tf_keras.Model
     optimizer: tf_keras.optimizers.Optimizer
-    replica_step: Callable[..., tf.Tensor]  # (images, labels) -> this replica's share of the mean loss
+    replica_step: Callable[..., tf.Tensor]  # (inputs, targets) -> this replica's share of the mean loss
     global_batch: int
 
 
@@ -110,9 +99,10 @@ def _build_parts(
 ) -> _Parts:
     replicas = strategy.num_replicas_in_sync
     global_batch = per_replica_batch * replicas
+    builder = _builder(model)
     tf_keras.utils.set_random_seed(model.seed)  # same initial weights for the same seed (python, numpy, tf)
     with _policy(model.precision), strategy.scope():
-        network = _build_model(model)
+        network = builder.build(model)
         optimizer = tf_keras.optimizers.SGD(
             learning_rate=optimizer_config.learning_rate(global_batch),
             momentum=optimizer_config.momentum,
@@ -123,17 +113,15 @@ def _build_parts(
         # Create the momentum slots now, not at the first step: a checkpoint then restores into them immediately.
         optimizer.build(network.trainable_variables)
     variables = network.trainable_variables
-    decayed = _decayed_variables(network)
+    decayed = builder.decayed(network)
     weight_decay = optimizer_config.weight_decay
     smoothing = optimizer_config.label_smoothing
     scale_loss = model.precision == "fp16"
 
-    def replica_step(images: tf.Tensor, labels: tf.Tensor) -> tf.Tensor:
-        one_hot = tf.one_hot(labels, model.param("num_classes"))
+    def replica_step(inputs: Any, targets: Any) -> tf.Tensor:
         with tf.GradientTape() as tape:
-            probabilities = network(images, training=True)
-            per_example = tf_keras.losses.categorical_crossentropy(one_hot, probabilities, label_smoothing=smoothing)
-            loss = tf.reduce_sum(per_example) / global_batch
+            # This replica's mean over its examples, a 1/replicas share of the global mean.
+            loss = builder.loss(network, (inputs, targets), smoothing) / replicas
             # Each replica adds its share of the penalty: the all-reduce sums the shares to one whole penalty.
             total = loss + weight_decay * tf.add_n([tf.nn.l2_loss(v) for v in decayed]) / replicas
             if scale_loss:
@@ -148,7 +136,87 @@ def _build_parts(
         # The whole per-replica step is one XLA program, as in Keras' fit(jit_compile=True); MirroredStrategy
         # supports that on GPUs (it then all-reduces with collectives inside the program, without merge_call).
         replica_step = tf.function(replica_step, jit_compile=True)
-    return _Parts(strategy, network, optimizer, replica_step, global_batch)
+    return _Parts(strategy, builder, network, optimizer, replica_step, global_batch)
+
+
+# --- counts: parameters, FLOPs -------------------------------------------------------------------------------
+
+
+def parameter_count(network: tf_keras.Model) -> int:
+    """Trainable parameters, each variable once (a layer shared by two heads is counted once)."""
+    unique = {id(variable): variable for variable in network.trainable_variables}
+    return sum(math.prod(variable.shape) for variable in unique.values())
+
+
+class FlopCountError(Exception):
+    """The graph holds an operation whose FLOPs cannot be counted (an unknown shape, a nested call)."""
+
+
+def _static(shape: tf.TensorShape, op: tf.Operation) -> list[int]:
+    if not shape.is_fully_defined():
+        raise FlopCountError(f"{op.type} {op.name} has the unknown shape {shape}")
+    return list(shape.as_list())
+
+
+def _einsum_macs(op: tf.Operation) -> int:
+    """Multiply-adds of an Einsum: the product of every index's extent (each is summed or kept once)."""
+    equation = op.get_attr("equation").decode().replace(" ", "")
+    if "..." in equation:
+        raise FlopCountError(f"Einsum {op.name} has an ellipsis ({equation})")
+    extents: dict[str, int] = {}
+    for letters, tensor in zip(equation.split("->")[0].split(","), op.inputs, strict=True):
+        extents.update(zip(letters, _static(tensor.shape, op), strict=True))
+    return math.prod(extents.values())
+
+
+def op_macs(op: tf.Operation) -> int:
+    """Multiply-adds of one matrix product or convolution; 0 for any other operation."""
+    kind = op.type
+    if kind in ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3"):
+        left = _static(op.inputs[0].shape, op)
+        transposed = op.get_attr("transpose_a" if kind == "MatMul" else "adj_x")
+        inner = left[-2] if transposed else left[-1]
+        return math.prod(_static(op.outputs[0].shape, op)) * inner
+    if kind == "Conv2D":
+        height, width, channels, _ = _static(op.inputs[1].shape, op)
+        return math.prod(_static(op.outputs[0].shape, op)) * height * width * channels
+    if kind == "DepthwiseConv2dNative":
+        height, width, _, _ = _static(op.inputs[1].shape, op)
+        return math.prod(_static(op.outputs[0].shape, op)) * height * width
+    if kind == "Einsum":
+        return _einsum_macs(op)
+    if kind in ("PartitionedCall", "StatefulPartitionedCall", "While", "StatelessWhile", "If", "StatelessIf"):
+        raise FlopCountError(f"{kind} {op.name} hides operations from the count")
+    return 0
+
+
+_FLOPS: dict[tuple[str, str, tuple[tuple[str, int], ...], str], float] = {}  # per network shape: a sweep counts once
+_COUNT_BATCH = 2  # examples per replica the forward pass is traced with (FLOPs are per example: any batch will do)
+# Seeds the count's batch (only its shapes are used) apart from the runner's, which must not depend on whether this
+# network shape was counted before (its random ops would advance the same seeded generators).
+_COUNT_SEED_OFFSET = 1_000_003
+
+
+def train_flops_per_sample(parts: _Parts, model: ModelConfig) -> float:
+    """3 x the forward pass's (and loss's) FLOPs per example, counted on a traced graph that never runs."""
+    key = (model.workload, model.size, tuple(sorted(model.params().items())), model.precision)
+    if key not in _FLOPS:
+        strategy, builder, network = parts.strategy, parts.builder, parts.network
+        with tf.device("/cpu:0"):
+            batch = builder.synthetic_batch(model, _COUNT_BATCH, "/cpu:0", model.seed + _COUNT_SEED_OFFSET)
+        specs = tf.nest.map_structure(lambda tensor: tf.TensorSpec(tensor.shape, tensor.dtype), batch)
+
+        @tf.function
+        def forward(example: Any) -> Any:
+            return strategy.run(lambda given: builder.loss(network, given, 0.0), args=(example,))
+
+        with _policy(model.precision):
+            graph = forward.get_concrete_function(specs).graph
+        macs = sum(op_macs(op) for op in graph.get_operations())
+        # strategy.run traces the loss once per local replica, each on the whole count batch.
+        examples = _COUNT_BATCH * len(strategy.extended.worker_devices)
+        _FLOPS[key] = 3 * 2 * macs / examples
+    return _FLOPS[key]
 
 
 # --- benchmark runner ---------------------------------------------------------------------------------------
@@ -176,39 +244,46 @@ class _Runner:
     the input pipeline's next batch every step."""
 
     def __init__(self, parts: _Parts, model: ModelConfig, per_replica_batch: int, data: str | None = None) -> None:
-        self.samples_per_step: int = parts.global_batch  # all replicas: what images/s must count
+        self.samples_per_step: int = parts.global_batch  # all replicas: what samples/s must count
         self.compile_s: float | None = None  # traced and compiled in the warm-up's first step, which no window holds
-        self.tokens_per_step: int | None = None
-        self.parameters: int = 0
+        tokens = model.spec.tokens_per_sample(model.params())
+        self.tokens_per_step: int | None = None if tokens is None else parts.global_batch * tokens
+        self.parameters: int = parameter_count(parts.network)
         self.train_flops_per_sample: float | None = None
-        self.flops_note = "not counted yet"
+        self.flops_note = "not counted"
         self.network = parts.network  # for inspection (tests)
         self._strategy = parts.strategy
+        self._count_flops(parts, model)
         if data is not None:
             self._step = _data_step(parts, model, tfrecords_only(open_source(data)).train)
             return
-        strategy = parts.strategy
+        strategy, builder = parts.strategy, parts.builder
 
-        def make_batch(context: tf.distribute.experimental.ValueContext) -> tuple[tf.Tensor, tf.Tensor]:
+        def make_batch(context: tf.distribute.experimental.ValueContext) -> Any:
             # Created on the replica's own device, so no step ever copies input from the host. The replica's id
             # counts every worker's replicas; worker_devices are this worker's.
             local_devices = strategy.extended.worker_devices
-            with tf.device(local_devices[context.replica_id_in_sync_group % len(local_devices)]):
-                shape = (per_replica_batch, model.param("image_size"), model.param("image_size"), 3)
-                images = tf.random.normal(shape, seed=model.seed)
-                labels = tf.random.uniform((per_replica_batch,), 0, model.param("num_classes"), tf.int32,
-                                           seed=model.seed)
-                return images, labels
+            device = local_devices[context.replica_id_in_sync_group % len(local_devices)]
+            return builder.synthetic_batch(model, per_replica_batch, device, model.seed)
 
-        images, labels = strategy.experimental_distribute_values_from_function(make_batch)
+        inputs, targets = strategy.experimental_distribute_values_from_function(make_batch)
         replica_step = parts.replica_step
 
         @tf.function
         def step() -> None:
             # Captured, not passed: no argument handling on the host per call; nothing is returned or fetched.
-            strategy.run(replica_step, args=(images, labels))
+            strategy.run(replica_step, args=(inputs, targets))
 
         self._step = step
+
+    def _count_flops(self, parts: _Parts, model: ModelConfig) -> None:
+        try:
+            self.train_flops_per_sample = train_flops_per_sample(parts, model)
+        except FlopCountError as error:
+            self.flops_note = f"not counted: {error}"
+            return
+        self.flops_note = ("TF graph count: 2 x multiply-adds of MatMul/BatchMatMul/Einsum/convolutions in the traced "
+                           "forward pass and loss, x 3 for training")
 
     def step(self) -> None:
         self._step()
@@ -454,6 +529,9 @@ class TensorFlowEngine:
         return _Runner(parts, config.model, config.batch_size, config.data)
 
     def make_trainer(self, config: TrainConfig) -> _Trainer:
+        if config.model.workload != "resnet50":
+            raise UsageError(f"train --workload {config.model.workload} --framework tf: end-to-end training is "
+                             "ResNet-50 only for now (throughput and profile run every workload)")
         return _Trainer(config)
 
 

@@ -1,0 +1,112 @@
+"""BERT-base pre-training: tf-models-official's ``BertEncoderV2`` + ``BertPretrainerV2`` (``official.nlp.modeling``).
+
+The pretrainer's masked-LM head (dense + layer norm, output projection tied to the word embeddings, as in
+``MaskedLMTask.build_model``) predicts the masked positions only; the next-sentence head classifies the encoder's
+pooled [CLS] output (its ``pooler_transform``: dense + tanh) with one dense layer of 2 outputs. That is BERT's own
+head, and Hugging Face's ``BertForPreTraining`` (``BertPooler`` + ``seq_relationship``): the task's default head
+(``ClassificationHead(inner_dim=768)``) would add a second 768x768 pooler beside the encoder's unused one, 0.54 %
+more parameters than the PyTorch network. The loss is ``MaskedLMTask.build_losses``': the masked-LM cross-entropy
+averaged over the weighted masked positions plus the next-sentence cross-entropy averaged over the batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+import tf_keras
+from official.modeling import tf_utils
+from official.nlp.modeling import models, networks
+
+from trainbench.config import ModelConfig
+from trainbench.engines.base import Batch
+from trainbench.engines.tf_workloads import matrices
+from trainbench.workloads.bert import MASKED_FRACTION
+
+BUILD_SEED_OFFSET = 2_000_003
+INITIALIZER_RANGE = 0.02  # BERT's truncated-normal stddev (the task's mlm_initializer_range)
+
+
+def masked_count(seq_len: int) -> int:
+    """Masked positions per sequence: 15 % of them, at least one (19 at 128: BERT masks 15 % of 128 tokens)."""
+    return max(1, round(MASKED_FRACTION * seq_len))
+
+
+class NextSentence(tf_keras.layers.Layer):
+    """The next-sentence head on the encoder's own pooler: dense(2) on tanh(dense(the [CLS] vector))."""
+
+    def __init__(self, pooler: tf_keras.layers.Dense, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.pooler = pooler
+        self.out_proj = tf_keras.layers.Dense(
+            2, kernel_initializer=tf_keras.initializers.TruncatedNormal(stddev=INITIALIZER_RANGE), name="logits")
+
+    def call(self, sequence_output: tf.Tensor) -> tf.Tensor:
+        return self.out_proj(self.pooler(sequence_output[:, 0, :]))
+
+    @property
+    def checkpoint_items(self) -> dict[str, Any]:  # BertPretrainerV2.checkpoint_items asks every head
+        return {}
+
+
+class BertBuilder:
+    def build(self, model: ModelConfig) -> tf_keras.Model:
+        dims = model.spec.dims(model.size)
+        encoder = networks.BertEncoderV2(
+            vocab_size=dims["vocab"], hidden_size=dims["hidden"], num_layers=dims["layers"],
+            num_attention_heads=dims["heads"], inner_dim=dims["ffn"], max_sequence_length=dims["positions"],
+            type_vocab_size=dims["type_vocab"],
+            initializer=tf_keras.initializers.TruncatedNormal(stddev=INITIALIZER_RANGE),
+        )
+        network = models.BertPretrainerV2(
+            encoder_network=encoder,
+            mlm_activation=tf_utils.get_activation("gelu"),
+            mlm_initializer=tf_keras.initializers.TruncatedNormal(stddev=INITIALIZER_RANGE),
+            classification_heads=[NextSentence(encoder.pooler_layer, name="next_sentence")],
+        )
+        # Builds the heads' variables now (the optimizer builds its slots on them), on a batch seeded apart from
+        # the runner's so that its random ops do not advance the generators the runner's batch draws from.
+        inputs, _ = self.synthetic_batch(model, 1, "/cpu:0", model.seed + BUILD_SEED_OFFSET)
+        network(inputs)
+        return network
+
+    def synthetic_batch(self, model: ModelConfig, batch_size: int, device: Any, seed: int) -> Batch:
+        """Random ids (two segments), and 15 % distinct random positions (never [CLS]) masked with random ids."""
+        vocab, seq_len = model.spec.dims(model.size)["vocab"], model.param("seq_len")
+        masked = masked_count(seq_len)
+        with tf.device(device):
+            shape = (batch_size, seq_len)
+            type_ids = tf.cast(tf.range(seq_len) >= seq_len // 2, tf.int32)
+            # Distinct positions per sequence: the first `masked` of a random permutation of 1..seq_len-1.
+            order = tf.argsort(tf.random.uniform((batch_size, seq_len - 1), seed=seed), axis=1)
+            positions = tf.sort(order[:, :masked] + 1, axis=1)
+            inputs = {
+                "input_word_ids": tf.random.uniform(shape, 1, vocab, tf.int32, seed=seed),
+                "input_mask": tf.ones(shape, tf.int32),
+                "input_type_ids": tf.broadcast_to(type_ids, shape),
+                "masked_lm_positions": positions,
+            }
+            targets = {
+                "masked_lm_ids": tf.random.uniform((batch_size, masked), 1, vocab, tf.int32, seed=seed + 1),
+                "masked_lm_weights": tf.ones((batch_size, masked), tf.float32),
+                "next_sentence_labels": tf.random.uniform((batch_size,), 0, 2, tf.int32, seed=seed + 2),
+            }
+            return inputs, targets
+
+    def loss(self, network: tf_keras.Model, batch: Batch, smoothing: float) -> tf.Tensor:
+        """MaskedLMTask.build_losses (without its metrics); BERT pre-training has no label smoothing."""
+        inputs, labels = batch
+        outputs = network(inputs, training=True)
+        lm_losses = tf_keras.losses.sparse_categorical_crossentropy(
+            labels["masked_lm_ids"], tf.cast(outputs["mlm_logits"], tf.float32), from_logits=True)
+        weights = labels["masked_lm_weights"]
+        mlm_loss = tf.math.divide_no_nan(tf.reduce_sum(lm_losses * weights), tf.reduce_sum(weights))
+        sentence_loss = tf.reduce_mean(tf_keras.losses.sparse_categorical_crossentropy(
+            labels["next_sentence_labels"], tf.cast(outputs["next_sentence"], tf.float32), from_logits=True))
+        return mlm_loss + sentence_loss
+
+    def decayed(self, network: tf_keras.Model) -> list[tf.Variable]:
+        return matrices(network)
+
+
+BUILDER = BertBuilder()

@@ -1,0 +1,60 @@
+"""Transformer-base: tf-models-official's ``official.legacy.transformer`` with its base params.
+
+``transformer.Transformer`` (the model ``create_model(params, is_train=True)`` wraps) built from
+``model_params.BASE_PARAMS`` with the descriptor's dims: one embedding matrix shared by source, target and the
+output projection, sinusoidal positions, pre-norm layers (layer norm before each sublayer, one more after each
+stack) with dropout 0.1. The loss is the reference's ``metrics.transformer_loss``: label-smoothed cross-entropy
+over the target tokens (minus its lowest possible value, as the reference logs it), padding (id 0) excluded; the
+synthetic sentences hold no padding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+import tf_keras
+from official.legacy.transformer import metrics, model_params, transformer
+
+from trainbench.config import ModelConfig
+from trainbench.engines.base import Batch
+from trainbench.engines.tf_workloads import matrices
+
+
+def params_for(model: ModelConfig) -> dict[str, Any]:
+    """BASE_PARAMS with the descriptor's dims, in the compute dtype of the precision policy in force."""
+    dims = model.spec.dims(model.size)
+    params = model_params.BASE_PARAMS.copy()  # a defaultdict: absent keys read None, as the reference expects
+    params.update(
+        vocab_size=dims["vocab"], hidden_size=dims["hidden"], num_hidden_layers=dims["layers"],
+        num_heads=dims["heads"], filter_size=dims["ffn"], max_length=model.param("seq_len"),
+        dtype=tf.as_dtype(tf_keras.mixed_precision.global_policy().compute_dtype), padded_decode=False,
+    )
+    return params
+
+
+class TransformerBuilder:
+    def build(self, model: ModelConfig) -> tf_keras.Model:
+        network = transformer.Transformer(params_for(model), name="transformer_v2")
+        ids = tf.ones((1, model.param("seq_len")), tf.int32)
+        network([ids, ids], training=False)  # creates the variables now: the optimizer builds its slots on them
+        return network
+
+    def synthetic_batch(self, model: ModelConfig, batch_size: int, device: Any, seed: int) -> Batch:
+        """(source ids, target ids) of seq_len each, drawn from 1..vocab-1: no padding id 0 anywhere."""
+        vocab, shape = model.spec.dims(model.size)["vocab"], (batch_size, model.param("seq_len"))
+        with tf.device(device):
+            source = tf.random.uniform(shape, 1, vocab, tf.int32, seed=seed)
+            target = tf.random.uniform(shape, 1, vocab, tf.int32, seed=seed + 1)
+            return source, target
+
+    def loss(self, network: tf_keras.Model, batch: Batch, smoothing: float) -> tf.Tensor:
+        source, target = batch
+        logits = network([source, target], training=True)
+        return metrics.transformer_loss(logits, target, smoothing, network.params["vocab_size"])
+
+    def decayed(self, network: tf_keras.Model) -> list[tf.Variable]:
+        return matrices(network)
+
+
+BUILDER = TransformerBuilder()

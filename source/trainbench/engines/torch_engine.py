@@ -117,7 +117,7 @@ def _autocast(device_type: str, dtype: torch.dtype | None) -> torch.autocast:
 
 def builder_of(model_config: ModelConfig) -> WorkloadBuilder:
     """The workload's torch builder (the module its descriptor names)."""
-    return importlib.import_module(model_config.spec.builders["torch"]).BUILDER  # type: ignore[no-any-return]
+    return importlib.import_module(model_config.spec.builders["torch"]).BUILDER
 
 
 @dataclass

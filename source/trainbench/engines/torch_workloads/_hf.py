@@ -8,6 +8,6 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
-import transformers  # noqa: E402
+import transformers
 
 __all__ = ["transformers"]

@@ -1,5 +1,9 @@
 """BERT-base pre-training: Hugging Face ``BertForPreTraining`` from a config (random weights), masked LM on 15 % of
-the positions plus next-sentence prediction; the loss is the model's own total."""
+the positions plus next-sentence prediction; the loss is the model's own total.
+
+The batch has no attention mask: its sequences have no padding, and no mask is the same all-ones mask to the
+model, while a given one costs a host-device synchronisation every step (transformers checks whether it is all
+ones, ``_ignore_bidirectional_mask_sdpa``), which also rules out CUDA-graph capture and the meta device."""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ MASK_ID = 103  # BERT's [MASK] in its 30,522-token vocabulary (and a token of th
 IGNORED = -100  # the label Hugging Face's losses skip: positions that were not masked
 
 Tensors = dict[str, torch.Tensor]
-Batch = tuple[Tensors, Tensors]  # (input_ids, token_type_ids, attention_mask), (labels, next_sentence_label)
+Batch = tuple[Tensors, Tensors]  # (input_ids, token_type_ids), (labels, next_sentence_label)
 
 
 def config(model: ModelConfig) -> transformers.BertConfig:
@@ -47,8 +51,7 @@ class BertBuilder:
         tokens = torch.randint(0, vocab, (batch_size, length), device=device, generator=random)
         masked = masked_positions(batch_size, length, device, random)
         segments = (torch.arange(length, device=device) >= length // 2).long().expand(batch_size, length)
-        inputs = {"input_ids": tokens.masked_fill(masked, MASK_ID), "token_type_ids": segments.contiguous(),
-                  "attention_mask": torch.ones_like(tokens)}
+        inputs = {"input_ids": tokens.masked_fill(masked, MASK_ID), "token_type_ids": segments.contiguous()}
         targets = {"labels": tokens.masked_fill(~masked, IGNORED),
                    "next_sentence_label": torch.randint(0, 2, (batch_size,), device=device, generator=random)}
         return inputs, targets

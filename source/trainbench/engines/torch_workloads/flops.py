@@ -43,7 +43,7 @@ def train_flops_per_sample(builder: WorkloadBuilder, network: nn.Module, batch: 
         with torch.random.fork_rng(devices=devices):
             def loss() -> torch.Tensor:
                 with autocast():
-                    return builder.loss(network, batch, smoothing)  # type: ignore[no-any-return]
+                    return builder.loss(network, batch, smoothing)
 
             flops = count_step_flops(loss)
     except (RuntimeError, NotImplementedError, TypeError) as error:  # an operation the counter cannot follow

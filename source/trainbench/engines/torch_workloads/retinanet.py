@@ -12,8 +12,8 @@ import torch
 from torch import nn
 from torchvision.models import resnet50
 from torchvision.models.detection import RetinaNet, retinanet_resnet50_fpn
-from torchvision.ops.feature_pyramid_network import LastLevelP6P7
 from torchvision.models.detection.backbone_utils import BackboneWithFPN
+from torchvision.ops.feature_pyramid_network import LastLevelP6P7
 
 from trainbench.config import ModelConfig
 from trainbench.engines.torch_workloads import generator

@@ -30,6 +30,8 @@ def sinusoids(length: int, width: int) -> torch.Tensor:
 class Translator(nn.Module):
     def __init__(self, vocab: int, hidden: int, heads: int, layers: int, ffn: int, seq_len: int) -> None:
         super().__init__()
+        self.positions: torch.Tensor
+        self.causal: torch.Tensor
         self.embedding = nn.Embedding(vocab, hidden)
         nn.init.normal_(self.embedding.weight, std=hidden**-0.5)  # unit variance once scaled by sqrt(hidden)
         self.scale = math.sqrt(hidden)

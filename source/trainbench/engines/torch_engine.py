@@ -23,7 +23,6 @@ import numpy as np
 import torch
 import torchvision
 from torch import nn
-from torch.utils import _pytree as pytree
 
 from trainbench.config import (
     BenchConfig,
@@ -202,6 +201,23 @@ def _batches(data_loader: torch.utils.data.DataLoader, model: ModelConfig, devic
     return torch_pipeline.batches(data_loader, device, model.channels_last, endless=endless)
 
 
+def _tensors(batch: Any) -> list[torch.Tensor]:
+    """The tensors of a batch (nested tuples, lists and dicts of them) in one fixed order."""
+    if isinstance(batch, torch.Tensor):
+        return [batch]
+    items = batch.values() if isinstance(batch, dict) else batch
+    return [tensor for item in items for tensor in _tensors(item)]
+
+
+def _cloned(batch: Any) -> Any:
+    """A batch of the same structure holding copies (in the same memory layout) of its tensors."""
+    if isinstance(batch, torch.Tensor):
+        return batch.clone()
+    if isinstance(batch, dict):
+        return {key: _cloned(value) for key, value in batch.items()}
+    return type(batch)(_cloned(item) for item in batch)
+
+
 class _GraphedStep:
     """The whole eager step (forward, backward, optimizer update) captured once as a CUDA graph and replayed:
     one launch a step instead of hundreds. Every tensor of a batch (a tuple, list or dict of them, as the
@@ -210,8 +226,8 @@ class _GraphedStep:
     optimizer's state), gradients set to None so backward allocates them from the graph's pool."""
 
     def __init__(self, step: StepFn, optimizer: torch.optim.Optimizer, batch: Batch) -> None:
-        self._static: Batch = pytree.tree_map_only(torch.Tensor, torch.Tensor.clone, batch)  # keeps the layout
-        self._buffers: list[torch.Tensor] = pytree.tree_leaves(self._static)
+        self._static: Batch = _cloned(batch)
+        self._buffers = _tensors(self._static)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -225,7 +241,7 @@ class _GraphedStep:
 
     def __call__(self, batch: Batch) -> torch.Tensor:
         if batch is not self._static:
-            for buffer, tensor in zip(self._buffers, pytree.tree_leaves(batch), strict=True):
+            for buffer, tensor in zip(self._buffers, _tensors(batch), strict=True):
                 buffer.copy_(tensor, non_blocking=True)
         self._graph.replay()
         return self._loss

@@ -21,7 +21,7 @@ from torch import nn
 from trainbench import workloads
 from trainbench.config import BenchConfig, ModelConfig, TrainConfig
 from trainbench.engines.base import WorkloadBuilder
-from trainbench.engines.torch_engine import ENGINE
+from trainbench.engines.torch_engine import ENGINE, _cloned, _tensors
 from trainbench.engines.torch_workloads import flops, retinanet
 from trainbench.errors import UsageError
 
@@ -132,6 +132,22 @@ def test_tiny_retinanet_has_the_tiny_fpn_and_heads() -> None:
     assert network.backbone.out_channels == dims["fpn_channels"]
     assert len(network.head.classification_head.conv) == len(network.head.regression_head.conv) == dims["head_convs"]
     assert network.anchor_generator.num_anchors_per_location() == [dims["anchors"]] * 5
+
+
+def test_the_cuda_graph_buffers_copy_every_tensor_of_a_nested_batch() -> None:
+    # What _GraphedStep does with a batch (the capture itself needs a GPU): static copies of every tensor, in the
+    # same structure and layout, and the same order of tensors for the copy before each replay.
+    images = torch.randn(2, 3, 4, 4).contiguous(memory_format=torch.channels_last)
+    batch = (images, {"boxes": torch.rand(2, 3, 4), "labels": torch.tensor([[1, 2, 3], [3, 2, 1]])})
+    static = _cloned(batch)
+    assert isinstance(static, tuple) and isinstance(static[1], dict) and list(static[1]) == ["boxes", "labels"]
+    buffers, originals = _tensors(static), _tensors(batch)
+    assert len(buffers) == 3
+    assert all(torch.equal(copy, tensor) and copy.data_ptr() != tensor.data_ptr()
+               for copy, tensor in zip(buffers, originals, strict=True))
+    assert buffers[0].is_contiguous(memory_format=torch.channels_last) and not buffers[0].is_contiguous()
+    nested = ((torch.zeros(1), torch.ones(2)), torch.full((3,), 2.0))  # the transformer's ((source, target), out)
+    assert [tensor.numel() for tensor in _tensors(_cloned(nested))] == [1, 2, 3]
 
 
 def test_end_to_end_training_refuses_other_workloads_in_one_line() -> None:

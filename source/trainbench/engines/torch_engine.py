@@ -1,4 +1,5 @@
-"""The PyTorch engine: torchvision's ResNet-50, SGD with momentum, autocast for fp16/bf16.
+"""The PyTorch engine: the workload's network (its builder in engines/torch_workloads/), SGD with momentum,
+autocast for fp16/bf16.
 
 The throughput runner and the end-to-end trainer build the model, the optimizer and the training step with the
 same functions below, so a benchmarked step is exactly the step that training runs.
@@ -7,6 +8,7 @@ same functions below, so a benchmarked step is exactly the step that training ru
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import itertools
 import math
 import os
@@ -19,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 import torchvision
 from torch import nn
 
@@ -34,14 +35,23 @@ from trainbench.config import (
 from trainbench.data import gpu_pipeline, torch_pipeline
 from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples
-from trainbench.engines.base import CHECKPOINTS_KEPT, check_precision, resolve_device, steps_for, synthetic_split
+from trainbench.engines.base import (
+    CHECKPOINTS_KEPT,
+    WorkloadBuilder,
+    check_precision,
+    resolve_device,
+    steps_for,
+    synthetic_split,
+)
 from trainbench.engines.capabilities import TORCH
 from trainbench.engines.launchers import process_place
+from trainbench.engines.torch_workloads import flops
+from trainbench.engines.torch_workloads.resnet50 import classification_loss
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
-StepFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-Batch = tuple[torch.Tensor, torch.Tensor]
+Batch = tuple[Any, Any]  # (inputs, targets): tensors, or tuples and dicts of them, as the workload's builder makes
+StepFn = Callable[[Batch], torch.Tensor]
 
 _AUTOCAST_DTYPES: dict[str, torch.dtype | None] = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
 _CHECKPOINT = re.compile(r"epoch-(\d+)\.pt")
@@ -104,16 +114,18 @@ def _autocast(device_type: str, dtype: torch.dtype | None) -> torch.autocast:
     return torch.autocast(device_type, dtype=dtype, enabled=dtype is not None)
 
 
-def _loss(logits: torch.Tensor, labels: torch.Tensor, smoothing: float, reduction: str = "mean") -> torch.Tensor:
-    return F.cross_entropy(logits, labels, label_smoothing=smoothing, reduction=reduction)
+def builder_of(model_config: ModelConfig) -> WorkloadBuilder:
+    """The workload's torch builder (the module its descriptor names)."""
+    return importlib.import_module(model_config.spec.builders["torch"]).BUILDER
 
 
 @dataclass
 class _Parts:
     network: nn.Module  # the plain module: checkpoints hold its state_dict, evaluation calls it
+    builder: WorkloadBuilder
     optimizer: torch.optim.SGD
     scaler: torch.amp.GradScaler | None  # fp16 only
-    step: StepFn  # (images, labels) -> detached loss; queues the work, never synchronises
+    step: StepFn  # batch -> detached loss; queues the work, never synchronises
     device_type: str
     autocast_dtype: torch.dtype | None
 
@@ -124,9 +136,8 @@ def _build(
 ) -> _Parts:
     """Network, optimizer and training step; ``wrap`` adds DistributedDataParallel for multi-GPU training."""
     torch.manual_seed(model_config.seed)
-    network = torchvision.models.resnet50(weights=None, num_classes=model_config.param("num_classes")).to(device)
-    if model_config.channels_last:
-        network = network.to(memory_format=torch.channels_last)
+    builder = builder_of(model_config)
+    network = builder.build(model_config).to(device)  # .to keeps a channels_last layout the builder chose
     forward = wrap(network) if wrap else network
     if model_config.compile:
         # Static shapes: every batch of a run has the same shape (training drops the short last batch).
@@ -138,22 +149,23 @@ def _build(
     device_type = torch.device(device).type
     dtype = _AUTOCAST_DTYPES[model_config.precision]
     scaler = torch.amp.GradScaler(device_type) if model_config.precision == "fp16" else None
-    step = _make_step(forward, optimizer, scaler, device_type, dtype, optimizer_config.label_smoothing,
+    step = _make_step(forward, builder, optimizer, scaler, device_type, dtype, optimizer_config.label_smoothing,
                       cache_casts=not model_config.cuda_graph)
-    return _Parts(network, optimizer, scaler, step, device_type, dtype)
+    return _Parts(network, builder, optimizer, scaler, step, device_type, dtype)
 
 
 def _make_step(
-    forward: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler | None,
-    device_type: str, dtype: torch.dtype | None, smoothing: float, cache_casts: bool = True,
+    forward: nn.Module, builder: WorkloadBuilder, optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler | None, device_type: str, dtype: torch.dtype | None, smoothing: float,
+    cache_casts: bool = True,
 ) -> StepFn:
     """One training step as a closure: the benchmark times this and nothing else, so it stays bare.
     ``cache_casts=False`` for a step captured as a CUDA graph: autocast's cast cache would outlive the capture."""
 
-    def step(images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    def step(batch: Batch) -> torch.Tensor:
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast(device_type, dtype=dtype, enabled=dtype is not None, cache_enabled=cache_casts):
-            loss = _loss(forward(images), labels, smoothing)
+            loss = builder.loss(forward, batch, smoothing)
         if scaler is None:
             loss.backward()
             optimizer.step()
@@ -189,30 +201,48 @@ def _batches(data_loader: torch.utils.data.DataLoader, model: ModelConfig, devic
     return torch_pipeline.batches(data_loader, device, model.channels_last, endless=endless)
 
 
+def _tensors(batch: Any) -> list[torch.Tensor]:
+    """The tensors of a batch (nested tuples, lists and dicts of them) in one fixed order."""
+    if isinstance(batch, torch.Tensor):
+        return [batch]
+    items = batch.values() if isinstance(batch, dict) else batch
+    return [tensor for item in items for tensor in _tensors(item)]
+
+
+def _cloned(batch: Any) -> Any:
+    """A batch of the same structure holding copies (in the same memory layout) of its tensors."""
+    if isinstance(batch, torch.Tensor):
+        return batch.clone()
+    if isinstance(batch, dict):
+        return {key: _cloned(value) for key, value in batch.items()}
+    return type(batch)(_cloned(item) for item in batch)
+
+
 class _GraphedStep:
     """The whole eager step (forward, backward, optimizer update) captured once as a CUDA graph and replayed:
-    one launch a step instead of hundreds. Inputs are copied into the graph's own buffers before each replay.
+    one launch a step instead of hundreds. Every tensor of a batch (a tuple, list or dict of them, as the
+    workload's builder makes it) is copied into the graph's own buffers before each replay.
     As PyTorch documents whole-network capture: a few steps on a side stream first (cuDNN's choices, the
     optimizer's state), gradients set to None so backward allocates them from the graph's pool."""
 
-    def __init__(self, step: StepFn, optimizer: torch.optim.Optimizer, images: torch.Tensor,
-                 labels: torch.Tensor) -> None:
-        self._images, self._labels = images.clone(), labels.clone()
+    def __init__(self, step: StepFn, optimizer: torch.optim.Optimizer, batch: Batch) -> None:
+        self._static: Batch = _cloned(batch)
+        self._buffers = _tensors(self._static)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(PREPARE_STEPS):
-                step(self._images, self._labels)
+                step(self._static)
         torch.cuda.current_stream().wait_stream(side)
         optimizer.zero_grad(set_to_none=True)
         self._graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self._graph):
-            self._loss = step(self._images, self._labels)
+            self._loss = step(self._static)
 
-    def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        if images is not self._images:
-            self._images.copy_(images, non_blocking=True)
-            self._labels.copy_(labels, non_blocking=True)
+    def __call__(self, batch: Batch) -> torch.Tensor:
+        if batch is not self._static:
+            for buffer, tensor in zip(self._buffers, _tensors(batch), strict=True):
+                buffer.copy_(tensor, non_blocking=True)
         self._graph.replay()
         return self._loss
 
@@ -233,10 +263,10 @@ class _Runner:
         self._train_step = self._parts.step
         self._next_batch = self._input(config, device, rank, world)
         self.compile_s: float | None = None  # compiling or capturing the step, before (and apart from) any window
-        self.tokens_per_step: int | None = None
-        self.parameters: int = 0
-        self.train_flops_per_sample: float | None = None
-        self.flops_note = "not counted yet"
+        tokens = model.spec.tokens_per_sample(model.params())
+        self.tokens_per_step: int | None = None if tokens is None else config.batch_size * tokens
+        self.parameters: int = sum(p.numel() for p in self.network.parameters() if p.requires_grad)
+        self.train_flops_per_sample, self.flops_note = self._count_flops(config, device)
         if model.compile or model.cuda_graph:
             if model.cuda_graph and self._distributed:
                 raise UsageError("--cuda-graph runs one process; with --gpus use --compile reduce-overhead")
@@ -248,22 +278,26 @@ class _Runner:
             loader = _loader(open_source(config.data), config.batch_size, model, device, True, config.loader, rank,
                              world)
             return _batches(loader, model, device, True, config.loader, endless=True).__next__
-        generator = torch.Generator(device=device).manual_seed(model.seed)
-        shape = (config.batch_size, 3, model.param("image_size"), model.param("image_size"))
-        images = torch.randn(shape, device=device, generator=generator)
-        if model.channels_last:
-            images = images.contiguous(memory_format=torch.channels_last)
-        self._images = images
-        self._labels = torch.randint(0, model.param("num_classes"), (config.batch_size,), device=device,
-                                     generator=generator)
-        return lambda: (self._images, self._labels)
+        batch = self._parts.builder.synthetic_batch(model, config.batch_size, device, model.seed)
+        self._synthetic = batch
+        return lambda: batch
+
+    def _count_flops(self, config: BenchConfig, device: str) -> tuple[float | None, str]:
+        """Training FLOPs per sample, counted once on the plain network (no compile, no DDP, no graph) over the
+        synthetic batch, or one of the run's shape with --data (the pipeline's batches are the steps')."""
+        parts, model = self._parts, config.model
+        batch = (self._synthetic if config.data is None
+                 else parts.builder.synthetic_batch(model, config.batch_size, device, model.seed))
+        return flops.train_flops_per_sample(parts.builder, parts.network, batch, config.batch_size,
+                                            config.optimizer.label_smoothing,
+                                            lambda: _autocast(parts.device_type, parts.autocast_dtype))
 
     def _prepare(self, model: ModelConfig) -> float:
         """Compile (torch.compile) or capture (CUDA graph) the step now, timed: no window ever contains it. From
         then on a recompilation (a new shape, a changed guard) is an error, not a silently slower window."""
         start = time.perf_counter()
         if model.cuda_graph:
-            self._train_step = _GraphedStep(self._parts.step, self._parts.optimizer, *self._next_batch())
+            self._train_step = _GraphedStep(self._parts.step, self._parts.optimizer, self._next_batch())
         else:
             for _ in range(PREPARE_STEPS):
                 self.step()
@@ -277,7 +311,7 @@ class _Runner:
         return self._parts.network
 
     def step(self) -> None:
-        self._train_step(*self._next_batch())
+        self._train_step(self._next_batch())
 
     def sync(self) -> None:
         """This device done, then (several processes) every rank here: a window starts and ends together on all
@@ -389,7 +423,7 @@ class _Trainer:
         for group in self._parts.optimizer.param_groups:
             group["lr"] = learning_rate
         batch = next(self._train_batches) if self._real_data else self._batch(self._train, self._next_indices())
-        self._loss_sum += self._parts.step(*batch)
+        self._loss_sum += self._parts.step(batch)
         self._loss_steps += 1
 
     def mean_loss(self) -> float:
@@ -410,7 +444,7 @@ class _Trainer:
         for images, labels in self._eval_batches():
             with _autocast(parts.device_type, parts.autocast_dtype):
                 logits = parts.network(images).float()
-            loss = _loss(logits, labels, self._smoothing, reduction="sum")
+            loss = classification_loss(logits, labels, self._smoothing, reduction="sum")
             logits_np, labels_np = logits.cpu().numpy(), labels.cpu().numpy()
             totals += (float(loss), top_k_correct(logits_np, labels_np, 1), top_k_correct(logits_np, labels_np, 5),
                        len(labels_np))
@@ -514,6 +548,10 @@ class TorchEngine:
         return _Runner(config, device)
 
     def make_trainer(self, config: TrainConfig) -> _Trainer:
+        if config.model.workload != "resnet50":  # its data, evaluation and metrics are ResNet-50's (top-1/top-5)
+            raise UsageError(f"train --workload {config.model.workload}: end-to-end training of it is not there "
+                             f"yet (only resnet50); measure its throughput with 'throughput --workload "
+                             f"{config.model.workload}'")
         return _Trainer(config)
 
 

@@ -1,0 +1,59 @@
+"""Training FLOPs of one step, counted by ``torch.utils.flop_counter.FlopCounterMode`` (matrix products,
+convolutions and attention; a multiply-add counts 2; element-wise work is not counted)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils import flop_counter
+
+from trainbench.engines.base import Batch, WorkloadBuilder
+
+aten = torch.ops.aten
+# PyTorch counts the GPU kernels of scaled_dot_product_attention but not the CPU's: the same formulas apply.
+CPU_ATTENTION = {
+    aten._scaled_dot_product_flash_attention_for_cpu:
+        flop_counter.flop_registry[aten._scaled_dot_product_flash_attention],
+    aten._scaled_dot_product_flash_attention_for_cpu_backward:
+        flop_counter.flop_registry[aten._scaled_dot_product_flash_attention_backward],
+}
+
+
+def count_step_flops(loss: Callable[[], torch.Tensor]) -> int:
+    """FLOPs of ``loss()`` and its backward pass."""
+    with flop_counter.FlopCounterMode(display=False, custom_mapping=CPU_ATTENTION) as counter:
+        loss().backward()
+    return counter.get_total_flops()
+
+
+def train_flops_per_sample(builder: WorkloadBuilder, network: nn.Module, batch: Batch, batch_size: int,
+                           smoothing: float, autocast: Callable[[], Any]) -> tuple[float | None, str]:
+    """One training step's forward and backward FLOPs over the batch, per sample, and how they were counted.
+
+    The network's state is left as it was: gradients dropped, buffers (batch-norm statistics) and the random
+    generators restored, so the steps that follow are the ones they would have been. The optimizer update is not
+    counted (a few operations per parameter, not per sample)."""
+    buffers = [(buffer, buffer.detach().clone()) for buffer in network.buffers()]
+    devices = sorted({parameter.device for parameter in network.parameters() if parameter.device.type == "cuda"},
+                     key=str)
+    try:
+        with torch.random.fork_rng(devices=devices):
+            def loss() -> torch.Tensor:
+                with autocast():
+                    return builder.loss(network, batch, smoothing)
+
+            flops = count_step_flops(loss)
+    except (RuntimeError, NotImplementedError, TypeError) as error:  # an operation the counter cannot follow
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        return None, f"FlopCounterMode failed: {type(error).__name__}: {first}"[:300]
+    finally:
+        network.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            for buffer, saved in buffers:
+                buffer.copy_(saved)
+    if flops <= 0:
+        return None, f"FlopCounterMode counted nothing at batch {batch_size}"
+    return flops / batch_size, f"FlopCounterMode, one step (forward and backward) at batch {batch_size}"

@@ -1,0 +1,42 @@
+"""GPT-2 small: Hugging Face ``GPT2LMHeadModel`` from a config (random weights), next-token prediction over
+random sequences; the model shifts the labels (the input ids) itself."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from trainbench.config import ModelConfig
+from trainbench.engines.torch_workloads import generator
+from trainbench.engines.torch_workloads._hf import transformers
+
+Batch = tuple[torch.Tensor, torch.Tensor]  # (input ids, labels): the same ids
+
+
+def config(model: ModelConfig) -> transformers.GPT2Config:
+    dims = model.spec.dims(model.size)
+    # No key/value cache: training never decodes, and the cache would be built and dropped every step. The
+    # end-of-text token is the vocabulary's last, as GPT-2's 50,256 is (the default would not fit the tiny one).
+    return transformers.GPT2Config(n_layer=dims["layers"], n_embd=dims["hidden"], n_head=dims["heads"],
+                                   vocab_size=dims["vocab"], n_positions=dims["positions"], use_cache=False,
+                                   bos_token_id=dims["vocab"] - 1, eos_token_id=dims["vocab"] - 1)
+
+
+class Gpt2Builder:
+    def build(self, model: ModelConfig) -> nn.Module:
+        network = transformers.GPT2LMHeadModel(config(model))
+        network.loss_type = "ForCausalLM"  # what it falls back to anyway, named so it does not warn every run
+        return network
+
+    def synthetic_batch(self, model: ModelConfig, batch_size: int, device: torch.device | str, seed: int) -> Batch:
+        vocab, length = model.spec.dims(model.size)["vocab"], model.param("seq_len")
+        tokens = torch.randint(0, vocab, (batch_size, length), device=device, generator=generator(device, seed))
+        return tokens, tokens
+
+    def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
+        """The model's causal-LM loss; ``smoothing`` is not part of GPT-2's training."""
+        tokens, labels = batch
+        return network(input_ids=tokens, labels=labels).loss
+
+
+BUILDER = Gpt2Builder()

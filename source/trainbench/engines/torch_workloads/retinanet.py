@@ -1,0 +1,86 @@
+"""RetinaNet ResNet-50-FPN: torchvision's detector at one fixed input size, random boxes and labels, the sum of
+its training losses (focal classification plus L1 box regression).
+
+Full size is ``retinanet_resnet50_fpn(weights=None, weights_backbone=None)``; other dims build the same network
+from its parts (the FPN's width, the heads' depth), which is that factory's own construction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from torchvision.models import resnet50
+from torchvision.models.detection import RetinaNet, retinanet_resnet50_fpn
+from torchvision.models.detection.backbone_utils import BackboneWithFPN
+from torchvision.ops.feature_pyramid_network import LastLevelP6P7
+
+from trainbench.config import ModelConfig
+from trainbench.engines.torch_workloads import generator
+
+Targets = dict[str, torch.Tensor]  # "boxes" (batch, boxes, 4) x1 y1 x2 y2 in pixels, "labels" (batch, boxes)
+Batch = tuple[torch.Tensor, Targets]
+FULL = {"fpn_channels": 256, "head_convs": 4}  # what retinanet_resnet50_fpn builds
+RETURNED_LAYERS = (2, 3, 4)  # C3-C5 into the FPN; P6 and P7 from C5's output: P2 would make too many anchors
+MIN_SIDE = 0.05  # a box's sides are at least this fraction of the image: no degenerate box
+
+
+def _fixed_size(image_size: int) -> dict[str, Any]:
+    """The transform at exactly the input size: no resizing (``_skip_resize``, the switch torchvision's own
+    detection references use), so every step runs the same shapes; it still normalises and batches."""
+    return {"min_size": image_size, "max_size": image_size, "_skip_resize": True}
+
+
+def from_parts(num_classes: int, fpn_channels: int, head_convs: int, image_size: int) -> RetinaNet:
+    """The factory's network with the FPN's width and the heads' number of convolutions as given. Untrained, so
+    every layer trains and batch norm is the ordinary one (as the factory does without weights)."""
+    trunk = resnet50(weights=None, norm_layer=nn.BatchNorm2d)
+    stage2 = trunk.inplanes // 8  # 256: C2's channels; C3-C5 double it each stage
+    backbone = BackboneWithFPN(
+        trunk, {f"layer{layer}": str(index) for index, layer in enumerate(RETURNED_LAYERS)},
+        [stage2 * 2 ** (layer - 1) for layer in RETURNED_LAYERS], fpn_channels,
+        extra_blocks=LastLevelP6P7(fpn_channels, fpn_channels),
+    )
+    network = RetinaNet(backbone, num_classes, **_fixed_size(image_size))
+    for head in (network.head.classification_head, network.head.regression_head):
+        head.conv = head.conv[:head_convs]  # torchvision's heads always make 4; the first ones, in order
+    return network
+
+
+class RetinanetBuilder:
+    def build(self, model: ModelConfig) -> nn.Module:
+        dims = model.spec.dims(model.size)
+        num_classes, image_size = model.param("num_classes"), model.param("image_size")
+        if all(dims[name] == value for name, value in FULL.items()):
+            network = retinanet_resnet50_fpn(weights=None, weights_backbone=None, num_classes=num_classes,
+                                             **_fixed_size(image_size))
+        else:
+            network = from_parts(num_classes, dims["fpn_channels"], dims["head_convs"], image_size)
+        if model.channels_last:  # the convolutions' layout; the transform batches its input anew, in NCHW
+            network = network.to(memory_format=torch.channels_last)
+        return network
+
+    def synthetic_batch(self, model: ModelConfig, batch_size: int, device: torch.device | str, seed: int) -> Batch:
+        """Noise images and ``boxes_per_image`` random boxes per image (x1 < x2, y1 < y2, inside the image) with
+        random labels (1 up: torchvision's detectors keep 0 for the background)."""
+        random = generator(device, seed)
+        size, count = model.param("image_size"), model.spec.dims(model.size)["boxes_per_image"]
+        images = torch.rand((batch_size, 3, size, size), device=device, generator=random)
+        corners = torch.rand((batch_size, count, 2, 2), device=device, generator=random)  # two (x, y) points
+        low, high = corners.min(dim=2).values, corners.max(dim=2).values
+        high = torch.maximum(high, low + MIN_SIDE).clamp(max=1.0)
+        low = torch.minimum(low, high - MIN_SIDE)
+        boxes = torch.cat([low, high], dim=-1) * size
+        labels = torch.randint(1, model.param("num_classes"), (batch_size, count), device=device, generator=random)
+        return images, {"boxes": boxes, "labels": labels}
+
+    def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
+        """The sum of the detector's losses; ``smoothing`` does not apply (focal loss)."""
+        images, targets = batch
+        per_image = [{"boxes": boxes, "labels": labels}
+                     for boxes, labels in zip(targets["boxes"], targets["labels"], strict=True)]
+        losses = network(list(images), per_image)
+        return torch.stack(list(losses.values())).sum()
+
+
+BUILDER = RetinanetBuilder()

@@ -1,0 +1,78 @@
+"""Transformer-base for translation: ``torch.nn.Transformer`` between one shared embedding, which embeds source
+and target tokens and, transposed, projects the decoder's output (tied, as the paper and TF's reference do)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from trainbench.config import ModelConfig
+from trainbench.engines.torch_workloads import generator
+
+DROPOUT = 0.1  # the paper's P_drop for the base model
+
+Batch = tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]  # ((source, target input), target output)
+
+
+def sinusoids(length: int, width: int) -> torch.Tensor:
+    """The paper's position encodings: sin on even, cos on odd features, wavelengths 2 pi to 10000 * 2 pi."""
+    position = torch.arange(length, dtype=torch.float32)[:, None]
+    frequency = torch.exp(torch.arange(0, width, 2, dtype=torch.float32) * (-math.log(10000.0) / width))
+    table = torch.zeros(length, width)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency[: width // 2])
+    return table
+
+
+class Translator(nn.Module):
+    def __init__(self, vocab: int, hidden: int, heads: int, layers: int, ffn: int, seq_len: int) -> None:
+        super().__init__()
+        self.positions: torch.Tensor
+        self.causal: torch.Tensor
+        self.embedding = nn.Embedding(vocab, hidden)
+        nn.init.normal_(self.embedding.weight, std=hidden**-0.5)  # unit variance once scaled by sqrt(hidden)
+        self.scale = math.sqrt(hidden)
+        self.dropout = nn.Dropout(DROPOUT)
+        self.transformer = nn.Transformer(
+            d_model=hidden, nhead=heads, num_encoder_layers=layers, num_decoder_layers=layers, dim_feedforward=ffn,
+            dropout=DROPOUT, batch_first=True,
+        )
+        # Buffers, not parameters: moved with the module, never trained, not in a checkpoint.
+        self.register_buffer("positions", sinusoids(seq_len, hidden), persistent=False)
+        self.register_buffer("causal", nn.Transformer.generate_square_subsequent_mask(seq_len), persistent=False)
+
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.embedding(tokens) * self.scale + self.positions[: tokens.shape[1]])
+
+    def forward(self, source: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        length = target.shape[1]
+        decoded = self.transformer(self.embed(source), self.embed(target), tgt_mask=self.causal[:length, :length],
+                                   tgt_is_causal=True)
+        return decoded @ self.embedding.weight.t()  # logits over the shared vocabulary
+
+
+class TransformerBuilder:
+    def build(self, model: ModelConfig) -> nn.Module:
+        dims = model.spec.dims(model.size)
+        return Translator(dims["vocab"], dims["hidden"], dims["heads"], dims["layers"], dims["ffn"],
+                          model.param("seq_len"))
+
+    def synthetic_batch(self, model: ModelConfig, batch_size: int, device: torch.device | str, seed: int) -> Batch:
+        """Random source and target sentences of seq_len tokens; the decoder reads the target shifted right by
+        one (teacher forcing), so the target is drawn one token longer."""
+        random = generator(device, seed)
+        vocab, length = model.spec.dims(model.size)["vocab"], model.param("seq_len")
+        source = torch.randint(0, vocab, (batch_size, length), device=device, generator=random)
+        target = torch.randint(0, vocab, (batch_size, length + 1), device=device, generator=random)
+        return (source, target[:, :-1].contiguous()), target[:, 1:].contiguous()
+
+    def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
+        (source, target_in), target_out = batch
+        logits = network(source, target_in)
+        return F.cross_entropy(logits.flatten(0, 1), target_out.flatten(), label_smoothing=smoothing)
+
+
+BUILDER = TransformerBuilder()

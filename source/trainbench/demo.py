@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from trainbench import workloads
 from trainbench.bench.sweep import measure_throughput
 from trainbench.cli.report_gather import write_report
 from trainbench.config import BenchConfig, Framework, ModelConfig
@@ -23,6 +24,7 @@ from trainbench.data.synth_tree import SynthOptions, synth
 from trainbench.report.console import format_table
 from trainbench.report.plot import plot_throughput
 from trainbench.results.files import create_run_dir
+from trainbench.workloads.resnet50 import RESNET50
 
 # Small enough for 2 cores in a few minutes, large enough that the batch sizes differ measurably.
 CLASSES, TRAIN_PER_CLASS, VAL_PER_CLASS = 4, 16, 4
@@ -78,9 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     plot_throughput(series, root / "throughput.png", "ResNet-50 training on the CPU, fp32, TFRecords input")
     lines = []
     for name, results in series.items():
-        lines += [f"== ResNet-50, {name} ==", format_table(results), ""]
+        lines += [f"== ResNet-50, {name} ==", format_table(results, RESNET50.sample_unit), ""]
+    language = workloads.get(LANGUAGE_MODEL)
     for name, results in language_model.items():
-        lines += [f"== {LANGUAGE_MODEL} (tiny, synthetic tokens), {name} ==", format_table(results), ""]
+        lines += [f"== {language.title} (tiny, synthetic tokens), {name} ==",
+                  format_table(results, language.sample_unit), ""]
     (root / "report.txt").write_text("\n".join(lines))
     print("\n".join(lines))
     print(f"plot: {root / 'throughput.png'}")

@@ -12,6 +12,8 @@ ones, ``_ignore_bidirectional_mask_sdpa``), which also rules out CUDA-graph capt
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -52,7 +54,8 @@ class MaskedPretraining(nn.Module):
 
     def __init__(self, pretraining: nn.Module) -> None:
         super().__init__()
-        self.bert, self.cls = pretraining.bert, pretraining.cls  # the decoder stays tied to the word embeddings
+        self.bert: nn.Module = pretraining.bert  # type: ignore[assignment]  # a BertModel
+        self.cls: Any = pretraining.cls  # BertPreTrainingHeads; its decoder stays tied to the word embeddings
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor,
                 masked_positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

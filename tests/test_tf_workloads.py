@@ -202,6 +202,7 @@ def test_full_size_parameters_and_flops():
         model = model_config(name, "full")
         counted = parameter_count(builder_of(model).build(model))
         assert abs(counted - published) <= tolerance * published, (name, counted)
+        assert counted == model.spec.parameters["tf"], name  # what `trainbench workloads` shows
     # FLOPs per sample of a training step, counted from the traced graph at batch 1.
     runners = {name: ENGINE.make_runner(BenchConfig(model=model_config(name, "full"), batch_size=1))
                for name in ("resnet50", "transformer", "bert")}

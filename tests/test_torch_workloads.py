@@ -222,8 +222,9 @@ PUBLISHED_PARAMETERS = {  # trainable parameters of the published networks
 @pytest.mark.parametrize("name", sorted(PUBLISHED_PARAMETERS))
 def test_full_sizes_have_the_published_parameter_counts(name: str) -> None:
     published, tolerance = PUBLISHED_PARAMETERS[name]
-    _, network = full(name)
+    model, network = full(name)
     assert trainable(network) == pytest.approx(published, rel=tolerance)
+    assert trainable(network) == model.spec.parameters["torch"]  # what `trainbench workloads` shows
 
 
 def test_full_retinanet_is_what_its_parts_build() -> None:

@@ -56,3 +56,24 @@ def test_the_command_lists_each_workload_with_its_references() -> None:
     assert "  --size tiny: 2 layers, hidden 32" in out  # each size's Size.about
     assert "  tf: refused: the pinned tf-models-official has no GPT-2" in out  # gpt2's refused framework and why
     assert [line.split(":")[0] for line in out.splitlines() if not line.startswith(" ")] == list(workloads.names())
+
+
+# How far the two frameworks' builds of one network may differ (the issue's bar): detection heads differ in detail.
+AGREEMENT = {"retinanet": 0.02}
+
+
+@pytest.mark.parametrize("workload", workloads.all_workloads(), ids=workloads.names())
+def test_each_framework_builds_the_published_network(workload: Workload) -> None:
+    """The counts are what each framework's builder makes (tests/test_torch_workloads.py and test_tf_workloads.py
+    hold them exactly); here they must agree across frameworks and with the published figure."""
+    assert set(workload.parameters) == set(workload.frameworks)
+    counts = list(workload.parameters.values())
+    tolerance = AGREEMENT.get(workload.name, 0.005)
+    assert max(counts) - min(counts) <= tolerance * min(counts), workload.parameters
+    for count in counts:
+        assert count == pytest.approx(workload.published_parameters, rel=max(tolerance, 0.01))
+
+
+def test_the_command_shows_the_parameters_per_framework() -> None:
+    out = run_main("workloads").stdout
+    assert "  parameters at --size full: torch 110,106,428, tf 110,106,428 (published: about 110.0 M)" in out

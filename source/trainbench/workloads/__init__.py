@@ -58,6 +58,10 @@ class Workload:
     token_streams: int = 1  # sequences per sample that tokens/s counts (translation: source and target)
     unsupported: Mapping[str, str] = field(default_factory=dict)  # setting -> why it does not apply
     data: frozenset[str] = frozenset()  # frameworks that read --data for it; the others refuse --data in one line
+    # Trainable parameters at --size full: the published figure, and what each framework's builder makes (held
+    # exactly by the engines' tests, compared across frameworks by tests/test_workloads.py; shown by the command).
+    published_parameters: float = 0.0
+    parameters: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def frameworks(self) -> tuple[str, ...]:

@@ -22,4 +22,6 @@ RESNET50 = register(Workload(
     builders={"torch": "trainbench.engines.torch_workloads.resnet50",
               "tf": "trainbench.engines.tf_workloads.resnet50"},
     data=frozenset({"torch", "tf"}),
+    published_parameters=25.557e6,
+    parameters={"torch": 25_557_032, "tf": 25_557_032},
 ))

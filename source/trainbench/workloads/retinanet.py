@@ -21,4 +21,11 @@ RETINANET = register(Workload(
                 "tf": "tf-models-official official.vision RetinaNet ResNet-50-FPN with its task's losses"},
     builders={"torch": "trainbench.engines.torch_workloads.retinanet",
               "tf": "trainbench.engines.tf_workloads.retinanet"},
+    # torchvision matches anchors to boxes inside the step with data-dependent shapes, which read the GPU: a CUDA
+    # graph cannot capture that (unverified on a GPU; refused rather than left to fail in the worker).
+    unsupported={"cuda_graph": "torchvision's anchor matching has data-dependent shapes, which a CUDA graph cannot "
+                               "capture"},
+    published_parameters=34e6,
+    # Trainable batch norm in the backbone (torchvision's factory freezes it: 34,014,999); TF's heads differ slightly.
+    parameters={"torch": 34_068_119, "tf": 34_091_159},
 ))

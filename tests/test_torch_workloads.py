@@ -19,11 +19,10 @@ import torch
 from torch import nn
 
 from trainbench import workloads
-from trainbench.config import BenchConfig, ModelConfig, TrainConfig
+from trainbench.config import BenchConfig, ModelConfig
 from trainbench.engines.base import WorkloadBuilder
 from trainbench.engines.torch_engine import ENGINE, _cloned, _tensors
 from trainbench.engines.torch_workloads import flops, retinanet
-from trainbench.errors import UsageError
 
 TORCH_WORKLOADS = tuple(workload.name for workload in workloads.all_workloads() if "torch" in workload.frameworks)
 BATCH = 2
@@ -150,13 +149,6 @@ def test_the_cuda_graph_buffers_copy_every_tensor_of_a_nested_batch() -> None:
     assert buffers[0].is_contiguous(memory_format=torch.channels_last) and not buffers[0].is_contiguous()
     nested = ((torch.zeros(1), torch.ones(2)), torch.full((3,), 2.0))  # the transformer's ((source, target), out)
     assert [tensor.numel() for tensor in _tensors(_cloned(nested))] == [1, 2, 3]
-
-
-def test_end_to_end_training_refuses_other_workloads_in_one_line() -> None:
-    config = TrainConfig(model=ModelConfig(workload="gpt2", size="tiny", device="cpu"), batch_size=2)
-    with pytest.raises(UsageError, match=r"^train --workload gpt2: .*not there yet") as caught:
-        ENGINE.make_trainer(config)
-    assert "\n" not in str(caught.value)
 
 
 # --- the full sizes, on the meta device -----------------------------------------------------------------------------

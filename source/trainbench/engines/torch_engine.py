@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 import torch
@@ -34,9 +34,10 @@ from trainbench.config import (
 )
 from trainbench.data import gpu_pipeline, torch_pipeline
 from trainbench.data.source import DataSource, count_examples, open_source
-from trainbench.data.synthetic import learnable_examples
+from trainbench.data.synthetic import learnable_examples, learnable_sequences
 from trainbench.engines.base import (
     CHECKPOINTS_KEPT,
+    Span,
     WorkloadBuilder,
     check_precision,
     resolve_device,
@@ -360,15 +361,10 @@ class _Trainer:
         self._parts.network.train()
 
     def _init_synthetic_data(self, config: TrainConfig) -> None:
-        model, device = config.model, self._device
         train_span, eval_span = synthetic_split(config)
         eval_n = eval_span.size
-
-        def examples(start: int, count: int) -> tuple[torch.Tensor, ...]:
-            arrays = learnable_examples(start, count, model.param("image_size"), model.param("num_classes"), model.seed)
-            return _on_device(*arrays, device, model.channels_last)
-
-        self._train, self._eval = examples(*train_span), examples(*eval_span)
+        self._train, self._eval = self._examples(config.model, train_span), self._examples(config.model, eval_span)
+        self._train_size, self._eval_size = train_span.size, eval_n
         self.steps_per_epoch = steps_for(train_span.size, config.batch_size, config.steps_per_epoch)
         self.eval_steps = steps_for(eval_n, config.batch_size, config.eval_steps)
         # With the default eval_steps every evaluation example is seen once; a larger count cycles the set.
@@ -376,6 +372,11 @@ class _Trainer:
         # The order of training examples: pass p over the set is a permutation seeded by (seed, p), so the
         # position in the stream (pass, cursor) is all a checkpoint needs to resume the same batches.
         self._order = self._permutation(0)
+
+    def _examples(self, model: ModelConfig, span: Span) -> tuple[Any, ...]:
+        """The learnable synthetic examples of ``span``, as ``_batch`` gathers them: (images, labels) tensors."""
+        arrays = learnable_examples(*span, model.param("image_size"), model.param("num_classes"), model.seed)
+        return _on_device(*arrays, self._device, model.channels_last)
 
     def _init_real_data(self, config: TrainConfig, data: str) -> None:
         """Training on the data folder's training split, evaluation on its validation split (train-*/validation-*
@@ -398,8 +399,13 @@ class _Trainer:
         return self._parts.network
 
     def _permutation(self, pass_number: int) -> torch.Tensor:
-        order = np.random.default_rng((self._seed, pass_number)).permutation(len(self._train[1]))
-        return torch.from_numpy(order).to(self._device)
+        order = np.random.default_rng((self._seed, pass_number)).permutation(self._train_size)
+        return torch.from_numpy(order).to(self._index_device)
+
+    @property
+    def _index_device(self) -> str:
+        """Where batches of examples are gathered: the device, which holds the whole synthetic set."""
+        return self._device
 
     def _next_indices(self) -> torch.Tensor:
         """The next global batch of training indices, always full: a batch can span two passes over the set."""
@@ -415,8 +421,7 @@ class _Trainer:
         indices = chunks[0] if len(chunks) == 1 else torch.cat(chunks)
         return indices[self._rank * self._local_batch:(self._rank + 1) * self._local_batch]
 
-    @staticmethod
-    def _batch(data: tuple[torch.Tensor, ...], indices: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _batch(self, data: tuple[Any, ...], indices: torch.Tensor) -> Batch:
         return data[0][indices], data[1][indices]  # gathering rows keeps a channels_last layout
 
     def train_step(self, learning_rate: float) -> None:
@@ -448,14 +453,19 @@ class _Trainer:
             logits_np, labels_np = logits.cpu().numpy(), labels.cpu().numpy()
             totals += (float(loss), top_k_correct(logits_np, labels_np, 1), top_k_correct(logits_np, labels_np, 5),
                        len(labels_np))
-        if self._world > 1:
-            summed = torch.tensor(totals, device=self._device)
-            torch.distributed.all_reduce(summed)
-            totals = summed.cpu().numpy()
+        totals = self._summed(totals)
         parts.network.train()
         loss_sum, top1, top5, examples = totals
         return {"loss": loss_sum / examples, "top1": top1 / examples, "top5": top5 / examples,
                 "examples": float(examples)}
+
+    def _summed(self, totals: np.ndarray) -> np.ndarray:
+        """Evaluation totals summed over the processes (as they are alone)."""
+        if self._world <= 1:
+            return totals
+        summed = torch.tensor(totals, device=self._device)
+        torch.distributed.all_reduce(summed)
+        return summed.cpu().numpy()
 
     def _eval_batches(self) -> Iterator[Batch]:
         """This rank's share of the evaluation batches."""
@@ -468,13 +478,17 @@ class _Trainer:
                 if isinstance(batches, gpu_pipeline.GpuBatches):
                     batches.close()  # its thread would otherwise go on preparing a pass nobody reads
             return
-        eval_n = len(self._eval[1])
+        for indices in self._eval_indices():
+            yield self._batch(self._eval, indices)
+
+    def _eval_indices(self) -> Iterator[torch.Tensor]:
+        """This rank's share of each synthetic evaluation batch: indices into the evaluation set."""
         for start in range(0, self._eval_total, self.global_batch):
             stop = min(start + self.global_batch, self._eval_total)
             share = math.ceil((stop - start) / self._world)
             positions = torch.arange(start + self._rank * share, min(start + (self._rank + 1) * share, stop))
             if len(positions):  # else a rank past the end of a short last batch
-                yield self._batch(self._eval, (positions % eval_n).to(self._device))
+                yield (positions % self._eval_size).to(self._index_device)
 
     def save(self, directory: Path, epoch: int) -> None:
         if self._rank == 0:
@@ -515,6 +529,71 @@ class _Trainer:
         return int(state["epoch"])
 
 
+@runtime_checkable
+class SequenceBuilder(WorkloadBuilder, Protocol):
+    """What a sequence workload's builder adds for end-to-end training on the learnable token set."""
+
+    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: str, examples: np.ndarray) -> Batch:
+        """A training batch, as synthetic_batch makes random ones, from int64 sequences (batch, seq_len) of
+        ``learnable_sequences``; ``examples`` are their indices in the set, which seed whatever else is random
+        about a row (BERT's masked positions), so an example is the same row every time it is drawn."""
+
+    def eval_outputs(self, network: nn.Module, batch: Batch,
+                     smoothing: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(the training loss, logits (N, vocab), labels (N,)) over the N tokens the workload predicts."""
+
+
+class _SequenceTrainer(_Trainer):
+    """The sequence workloads on the learnable token set (``learnable_sequences``): the builder makes each batch
+    from the gathered sequences; evaluation reports the accuracy of the predicted tokens (top-1/top-5 over the
+    tokens, "examples" counts sequences)."""
+
+    def __init__(self, config: TrainConfig, builder: SequenceBuilder) -> None:
+        self._builder, self._model = builder, config.model
+        super().__init__(config)
+
+    @property
+    def _index_device(self) -> str:
+        return "cpu"  # the token set stays on the host, where the builder makes its batches
+
+    def _examples(self, model: ModelConfig, span: Span) -> tuple[Any, ...]:
+        vocab = model.spec.dims(model.size)["vocab"]
+        return learnable_sequences(*span, model.param("seq_len"), vocab, model.seed), span.start
+
+    def _batch(self, data: tuple[Any, ...], indices: torch.Tensor) -> Batch:
+        tokens, start = data
+        rows = indices.numpy()
+        return self._builder.batch_from_tokens(self._model, tokens[rows], self._device, start + rows)
+
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, float]:
+        parts = self._parts
+        parts.network.eval()
+        totals = np.zeros(5)  # loss x sequences, top-1 hits, top-5 hits, predicted tokens, sequences
+        for indices in self._eval_indices():
+            with _autocast(parts.device_type, parts.autocast_dtype):
+                loss, logits, labels = self._builder.eval_outputs(parts.network, self._batch(self._eval, indices),
+                                                                  self._smoothing)
+            logits = logits.float()
+            totals += (float(loss) * len(indices), _top_k_hits(logits, labels, 1), _top_k_hits(logits, labels, 5),
+                       len(labels), len(indices))
+        loss_sum, top1, top5, tokens, sequences = self._summed(totals)
+        parts.network.train()
+        return {"loss": float(loss_sum / sequences), "top1": float(top1 / tokens), "top5": float(top5 / tokens),
+                "examples": float(sequences)}
+
+
+def _top_k_hits(logits: torch.Tensor, labels: torch.Tensor, k: int) -> int:
+    """How many rows of ``logits`` have their label among the k largest scores (metrics.top_k_correct on the
+    device: a vocabulary's logits for every token would be large to copy to the host)."""
+    top = logits.topk(min(k, logits.shape[1]), dim=1).indices
+    return int((top == labels.unsqueeze(1)).any(dim=1).sum())
+
+
+# Workloads whose end-to-end training is not there, and why.
+_NOT_TRAINABLE = {"retinanet": "no learnable synthetic detection set yet (real detection data is issue 29)"}
+
+
 def _checkpoints(directory: Path) -> list[tuple[int, Path]]:
     """The complete checkpoints in ``directory`` as (epoch, path), oldest first."""
     return sorted((int(match[1]), path) for path in Path(directory).glob("epoch-*.pt")
@@ -548,11 +627,15 @@ class TorchEngine:
         return _Runner(config, device)
 
     def make_trainer(self, config: TrainConfig) -> _Trainer:
-        if config.model.workload != "resnet50":  # its data, evaluation and metrics are ResNet-50's (top-1/top-5)
-            raise UsageError(f"train --workload {config.model.workload}: end-to-end training of it is not there "
-                             f"yet (only resnet50); measure its throughput with 'throughput --workload "
-                             f"{config.model.workload}'")
-        return _Trainer(config)
+        workload = config.model.workload
+        if workload == "resnet50":
+            return _Trainer(config)
+        builder = builder_of(config.model)
+        if workload in _NOT_TRAINABLE or not isinstance(builder, SequenceBuilder):
+            why = _NOT_TRAINABLE.get(workload, "its builder makes no batches from the learnable token set")
+            raise UsageError(f"train --workload {workload}: end-to-end training is not there yet: {why}; measure "
+                             f"its throughput with 'throughput --workload {workload}'")
+        return _SequenceTrainer(config, cast(SequenceBuilder, builder))
 
 
 ENGINE = TorchEngine()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -24,6 +25,7 @@ from trainbench.engines.torch_workloads._hf import transformers
 from trainbench.workloads.bert import MASKED_FRACTION
 
 MASK_ID = 103  # BERT's [MASK] in its 30,522-token vocabulary (and a token of the tiny one)
+FIRST_TOKEN = 1  # learnable_sequences' lowest token (its default first_token)
 
 Tensors = dict[str, torch.Tensor]
 # (input_ids, token_type_ids, masked_positions), (masked_ids, next_sentence_label); every sequence has the same
@@ -40,12 +42,25 @@ def config(model: ModelConfig) -> transformers.BertConfig:
     )
 
 
+def masked_count(length: int) -> int:
+    return max(1, round(MASKED_FRACTION * length))
+
+
 def masked_positions(batch_size: int, length: int, device: torch.device | str,
                      random: torch.Generator | None) -> torch.Tensor:
     """(batch, round(15 %) of length) distinct positions per sequence, chosen at random, in ascending order."""
-    count = max(1, round(MASKED_FRACTION * length))
     order = torch.rand((batch_size, length), device=device, generator=random).argsort(dim=1)
-    return order[:, :count].sort(dim=1).values  # the first ``count`` of a random permutation
+    return order[:, :masked_count(length)].sort(dim=1).values  # the first ``count`` of a random permutation
+
+
+def pretraining_batch(tokens: torch.Tensor, positions: torch.Tensor, next_sentence: torch.Tensor) -> Batch:
+    """Sentence pairs (first half segment A, second half B), no padding; the masked positions hold [MASK] in the
+    input and the original token in the labels."""
+    batch_size, length = tokens.shape
+    segments = (torch.arange(length, device=tokens.device) >= length // 2).long().expand(batch_size, length)
+    inputs = {"input_ids": tokens.scatter(1, positions, MASK_ID), "token_type_ids": segments.contiguous(),
+              "masked_positions": positions}
+    return inputs, {"masked_ids": tokens.gather(1, positions), "next_sentence_label": next_sentence}
 
 
 class MaskedPretraining(nn.Module):
@@ -69,25 +84,46 @@ class BertBuilder:
         return MaskedPretraining(transformers.BertForPreTraining(config(model)))
 
     def synthetic_batch(self, model: ModelConfig, batch_size: int, device: torch.device | str, seed: int) -> Batch:
-        """Random sentence pairs (first half segment A, second half B), no padding; the masked positions hold
-        [MASK] in the input and the original token in the labels."""
+        """Random sentence pairs with random next-sentence labels (``pretraining_batch``)."""
         random = generator(device, seed)
         vocab, length = model.spec.dims(model.size)["vocab"], model.param("seq_len")
         tokens = torch.randint(0, vocab, (batch_size, length), device=device, generator=random)
         positions = masked_positions(batch_size, length, device, random)
-        segments = (torch.arange(length, device=device) >= length // 2).long().expand(batch_size, length)
-        inputs = {"input_ids": tokens.scatter(1, positions, MASK_ID), "token_type_ids": segments.contiguous(),
-                  "masked_positions": positions}
-        targets = {"masked_ids": tokens.gather(1, positions),
-                   "next_sentence_label": torch.randint(0, 2, (batch_size,), device=device, generator=random)}
-        return inputs, targets
+        return pretraining_batch(tokens, positions,
+                                 torch.randint(0, 2, (batch_size,), device=device, generator=random))
+
+    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: torch.device | str,
+                          examples: np.ndarray) -> Batch:
+        """Sentence pairs from learnable sequences: 15 % of the positions masked, chosen by an RNG seeded with
+        (model.seed, the example's index); that RNG also makes half the pairs "not next" (label 1) by moving the
+        second half's tokens by a random offset, so the pair no longer continues across the boundary and the
+        next-sentence loss is learnable too (random labels would hold it at ln 2)."""
+        tokens = tokens.copy()
+        count, length = tokens.shape
+        span = model.spec.dims(model.size)["vocab"] - FIRST_TOKEN
+        positions = np.empty((count, masked_count(length)), dtype=np.int64)
+        not_next = np.empty(count, dtype=np.int64)
+        for row, example in enumerate(examples):
+            random = np.random.default_rng((model.seed, int(example)))
+            positions[row] = np.sort(random.permutation(length)[:positions.shape[1]])
+            not_next[row] = random.integers(2)
+            if not_next[row]:
+                second = tokens[row, length // 2:]
+                tokens[row, length // 2:] = FIRST_TOKEN + (second - FIRST_TOKEN + random.integers(1, span)) % span
+        return pretraining_batch(*(torch.from_numpy(array).to(device) for array in (tokens, positions, not_next)))
 
     def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
-        """Masked-LM plus next-sentence cross-entropy, as BERT pre-trains; ``smoothing`` is not part of it."""
+        return self.eval_outputs(network, batch, smoothing)[0]
+
+    def eval_outputs(self, network: nn.Module, batch: Batch,
+                     smoothing: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Masked-LM plus next-sentence cross-entropy, as BERT pre-trains (``smoothing`` is not part of it), and
+        the masked tokens' logits and labels."""
         inputs, targets = batch
         masked_scores, next_scores = network(**inputs)
-        masked_lm = F.cross_entropy(masked_scores.flatten(0, 1), targets["masked_ids"].flatten())
-        return masked_lm + F.cross_entropy(next_scores, targets["next_sentence_label"])
+        logits, labels = masked_scores.flatten(0, 1), targets["masked_ids"].flatten()
+        loss = F.cross_entropy(logits, labels) + F.cross_entropy(next_scores, targets["next_sentence_label"])
+        return loss, logits, labels
 
 
 BUILDER = BertBuilder()

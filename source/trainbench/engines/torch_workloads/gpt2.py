@@ -3,6 +3,7 @@ random sequences; the model shifts the labels (the input ids) itself."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -33,10 +34,22 @@ class Gpt2Builder:
         tokens = torch.randint(0, vocab, (batch_size, length), device=device, generator=generator(device, seed))
         return tokens, tokens
 
+    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: torch.device | str,
+                          examples: np.ndarray) -> Batch:
+        ids = torch.from_numpy(tokens).to(device)
+        return ids, ids
+
     def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
         """The model's causal-LM loss; ``smoothing`` is not part of GPT-2's training."""
         tokens, labels = batch
         return network(input_ids=tokens, labels=labels).loss
+
+    def eval_outputs(self, network: nn.Module, batch: Batch,
+                     smoothing: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The loss and, at every position but the last, the logits and the next token."""
+        tokens, labels = batch
+        output = network(input_ids=tokens, labels=labels)
+        return output.loss, output.logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten()
 
 
 BUILDER = Gpt2Builder()

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from trainbench.config import ModelConfig
+from trainbench.data.synthetic import translated
 from trainbench.engines.torch_workloads import generator
 
 DROPOUT = 0.1  # the paper's P_drop for the base model
+START = 0  # the decoder's first input in batches from the learnable set, which never holds token 0
 
 Batch = tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]  # ((source, target input), target output)
 
@@ -69,10 +72,24 @@ class TransformerBuilder:
         target = torch.randint(0, vocab, (batch_size, length + 1), device=device, generator=random)
         return (source, target[:, :-1].contiguous()), target[:, 1:].contiguous()
 
+    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: torch.device | str,
+                          examples: np.ndarray) -> Batch:
+        """Source: the sequences; target: their translation; the decoder reads the target after a start token."""
+        source = torch.from_numpy(tokens).to(device)
+        target = torch.from_numpy(translated(tokens, model.spec.dims(model.size)["vocab"])).to(device)
+        target_in = torch.cat([torch.full_like(target[:, :1], START), target[:, :-1]], dim=1)
+        return (source, target_in), target
+
     def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
+        return self.eval_outputs(network, batch, smoothing)[0]
+
+    def eval_outputs(self, network: nn.Module, batch: Batch,
+                     smoothing: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The loss and the logits and labels of every target token."""
         (source, target_in), target_out = batch
-        logits = network(source, target_in)
-        return F.cross_entropy(logits.flatten(0, 1), target_out.flatten(), label_smoothing=smoothing)
+        logits = network(source, target_in).flatten(0, 1)
+        labels = target_out.flatten()
+        return F.cross_entropy(logits, labels, label_smoothing=smoothing), logits, labels
 
 
 BUILDER = TransformerBuilder()

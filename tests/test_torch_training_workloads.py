@@ -1,0 +1,137 @@
+"""End-to-end training of the sequence workloads in the PyTorch engine, on the CPU at --size tiny: batches from the
+learnable token set (data.synthetic.learnable_sequences), a falling loss, token accuracy, checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from trainbench.config import ModelConfig, OptimizerConfig, TrainConfig
+from trainbench.data.synthetic import learnable_sequences, translated
+from trainbench.engines.torch_engine import ENGINE
+from trainbench.engines.torch_workloads import bert, transformer
+from trainbench.errors import UsageError
+
+SEQUENCE_WORKLOADS = ("transformer", "bert", "gpt2")
+BATCH = 16
+
+
+def sequence_config(workload: str, learning_rate: float = 0.1, **overrides: object) -> TrainConfig:
+    """Tiny network, a constant learning rate (``learning_rate`` at this batch), no label smoothing."""
+    settings: dict[str, object] = dict(
+        model=ModelConfig(workload=workload, size="tiny", device="cpu"), epochs=1, batch_size=BATCH,
+        warmup_epochs=0, decay_epochs=(), synthetic_train_examples=256, synthetic_eval_examples=24, log_every=1000,
+        optimizer=OptimizerConfig(base_learning_rate=learning_rate * 256 / BATCH, label_smoothing=0.0),
+    )
+    settings.update(overrides)
+    return TrainConfig(**settings)  # type: ignore[arg-type]
+
+
+def losses(workload: str, learning_rate: float, steps: int) -> list[float]:
+    """Mean training loss of every 10 steps."""
+    trainer = ENGINE.make_trainer(sequence_config(workload, learning_rate))
+    means = []
+    for step in range(steps):
+        trainer.train_step(learning_rate)
+        if (step + 1) % 10 == 0:
+            means.append(trainer.mean_loss())
+    return means
+
+
+# SGD with momentum 0.9, the learning rates found to learn the tiny networks within these steps (batch 16).
+# GPT-2 sees the stride after two tokens; the translator first has to learn the successor of every token.
+@pytest.mark.slow
+@pytest.mark.parametrize("workload, learning_rate, steps", [("gpt2", 0.1, 60), ("transformer", 0.4, 150)])
+def test_training_loss_falls_on_the_learnable_sequences(workload: str, learning_rate: float, steps: int) -> None:
+    means = losses(workload, learning_rate, steps)
+    assert means[0] > 5.5  # about ln 512: a fresh network guesses among the 512 tokens
+    assert means[-1] < 0.7 * means[0], means
+
+
+@pytest.mark.parametrize("workload", SEQUENCE_WORKLOADS)
+def test_evaluate_reports_token_accuracy_over_the_evaluation_sequences(workload: str) -> None:
+    trainer = ENGINE.make_trainer(sequence_config(workload))
+    assert (trainer.steps_per_epoch, trainer.eval_steps, trainer.global_batch) == (16, 2, BATCH)
+    for _ in range(2):
+        trainer.train_step(0.1)
+    assert np.isfinite(trainer.mean_loss())
+    result = trainer.evaluate()
+    assert set(result) == {"loss", "top1", "top5", "examples"}
+    assert result["examples"] == 24  # sequences, not tokens
+    assert 0.0 <= result["top1"] <= result["top5"] <= 1.0
+    assert 5.0 < result["loss"] < 9.0  # about ln 512 (BERT: plus ln 2 of next-sentence) after two steps
+    assert trainer.network.training  # back in training mode
+
+
+def test_a_perfect_predictor_scores_full_token_accuracy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # evaluate's accounting: logits that always pick the label give top-1 = top-5 = 1 over every predicted token.
+    trainer = ENGINE.make_trainer(sequence_config("gpt2"))
+    seen: list[int] = []
+
+    def oracle(network: torch.nn.Module, batch: object, smoothing: float) -> tuple[torch.Tensor, ...]:
+        tokens, _ = batch  # type: ignore[misc]
+        labels = tokens[:, 1:].flatten()
+        seen.append(len(labels))
+        return torch.tensor(0.5), torch.nn.functional.one_hot(labels, 512).float(), labels
+
+    monkeypatch.setattr(trainer._builder, "eval_outputs", oracle)
+    result = trainer.evaluate()
+    assert result == {"loss": 0.5, "top1": 1.0, "top5": 1.0, "examples": 24.0}
+    assert sum(seen) == 24 * 31  # every next token of the 24 sequences of 32
+
+
+def test_transformer_batches_translate_the_learnable_sequences() -> None:
+    model = ModelConfig(workload="transformer", size="tiny", device="cpu")
+    tokens = learnable_sequences(0, 3, 16, 512, model.seed)
+    (source, target_in), target_out = transformer.BUILDER.batch_from_tokens(model, tokens, "cpu", np.arange(3))
+    assert np.array_equal(source.numpy(), tokens)
+    assert np.array_equal(target_out.numpy(), translated(tokens, 512))
+    assert (target_in[:, 0] == transformer.START).all()  # a token the set never holds
+    assert torch.equal(target_in[:, 1:], target_out[:, :-1])  # teacher forcing
+
+
+def test_bert_batches_mask_each_example_the_same_way_every_time() -> None:
+    model = ModelConfig(workload="bert", size="tiny", device="cpu")
+    tokens = learnable_sequences(0, 64, 32, 512, model.seed)
+    inputs, targets = bert.BUILDER.batch_from_tokens(model, tokens, "cpu", np.arange(64))
+    positions = inputs["masked_positions"]
+    assert positions.shape == (64, 5)  # 15 % of 32
+    assert (inputs["input_ids"].gather(1, positions) == bert.MASK_ID).all()
+    not_next = targets["next_sentence_label"].numpy().astype(bool)
+    assert 10 < not_next.sum() < 54  # about half the pairs
+    # Continued pairs keep the sequence; "not next" ones keep the first half and move the second.
+    labelled = inputs["input_ids"].scatter(1, positions, targets["masked_ids"]).numpy()
+    assert np.array_equal(labelled[~not_next], tokens[~not_next])
+    assert np.array_equal(labelled[not_next, :16], tokens[not_next, :16])
+    assert (labelled[not_next, 16:] != tokens[not_next, 16:]).all()
+    # Rows 3 and 5 drawn again in another batch, in another order: the same masks and labels.
+    again, again_targets = bert.BUILDER.batch_from_tokens(model, tokens[[5, 3]], "cpu", np.array([5, 3]))
+    assert torch.equal(again["input_ids"], inputs["input_ids"][[5, 3]])
+    assert torch.equal(again_targets["next_sentence_label"], targets["next_sentence_label"][[5, 3]])
+
+
+def test_a_checkpoint_restores_network_optimizer_and_data_position(tmp_path: Path) -> None:
+    config = sequence_config("gpt2")
+    trainer = ENGINE.make_trainer(config)
+    for _ in range(20):  # past the first pass over 256 examples: pass 1, cursor 64
+        trainer.train_step(0.1)
+    trainer.save(tmp_path, 1)
+    restored = ENGINE.make_trainer(config)
+    assert restored.restore(tmp_path) == 1
+    assert (restored._pass, restored._cursor) == (trainer._pass, trainer._cursor) == (1, 64)
+    for name, tensor in trainer.network.state_dict().items():
+        assert torch.equal(tensor, restored.network.state_dict()[name]), name
+    assert restored.evaluate() == trainer.evaluate()
+    # The same next batch: the data stream continues where the checkpoint left it.
+    assert torch.equal(restored._next_indices(), trainer._next_indices())
+
+
+def test_retinanet_training_is_refused_in_one_line() -> None:
+    config = TrainConfig(model=ModelConfig(workload="retinanet", size="tiny", device="cpu"), batch_size=2)
+    refusal = r"^train --workload retinanet: .*no learnable synthetic detection set"
+    with pytest.raises(UsageError, match=refusal) as caught:
+        ENGINE.make_trainer(config)
+    assert "\n" not in str(caught.value) and "issue 29" in str(caught.value)

@@ -3,12 +3,14 @@ learnable token set (data.synthetic.learnable_sequences), a falling loss, token 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from tests.conftest import assert_one_line_error, run_cli
 from trainbench.config import ModelConfig, OptimizerConfig, TrainConfig
 from trainbench.data.synthetic import learnable_sequences, translated
 from trainbench.engines.torch_engine import ENGINE
@@ -135,3 +137,26 @@ def test_retinanet_training_is_refused_in_one_line() -> None:
     with pytest.raises(UsageError, match=refusal) as caught:
         ENGINE.make_trainer(config)
     assert "\n" not in str(caught.value) and "issue 29" in str(caught.value)
+
+
+@pytest.mark.slow  # a process that loads torch
+def test_the_command_line_refuses_retinanet_training_in_one_line(tmp_path: Path) -> None:
+    result = run_cli("train", "--framework", "torch", "--workload", "retinanet", "--size", "tiny", "--device", "cpu",
+                     "--output", str(tmp_path))
+    assert_one_line_error(result, "--workload retinanet", "issue 29")
+
+
+@pytest.mark.slow
+def test_the_command_line_trains_gpt2(tmp_path: Path) -> None:
+    # The handoff's command line: 16 steps an epoch at learning rate 0.1 (base 1.6 per 256 at batch 16).
+    result = run_cli("train", "--framework", "torch", "--workload", "gpt2", "--size", "tiny", "--device", "cpu",
+                     "--epochs", "3", "--batch-size", "16", "--base-lr", "1.6", "--warmup-epochs", "0",
+                     "--label-smoothing", "0", "--synthetic-train-examples", "256", "--synthetic-eval-examples", "32",
+                     "--output", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_dir = Path(result.stdout.strip().splitlines()[-1])
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [row["epoch"] for row in rows] == [1, 2, 3]
+    assert all(row["eval_examples"] == 32 and 0.0 <= row["eval_top1"] <= row["eval_top5"] <= 1.0 for row in rows)
+    assert rows[-1]["train_loss"] < 0.9 * rows[0]["train_loss"]
+    assert rows[-1]["eval_top5"] > rows[0]["eval_top5"] + 0.3  # the next token is among three after two tokens

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -635,7 +635,7 @@ class TorchEngine:
             why = _NOT_TRAINABLE.get(workload, "its builder makes no batches from the learnable token set")
             raise UsageError(f"train --workload {workload}: end-to-end training is not there yet: {why}; measure "
                              f"its throughput with 'throughput --workload {workload}'")
-        return _SequenceTrainer(config, cast(SequenceBuilder, builder))
+        return _SequenceTrainer(config, builder)
 
 
 ENGINE = TorchEngine()

@@ -141,10 +141,10 @@ def test_synthetic_batches_are_what_the_workloads_say():
     assert float(tf.reduce_sum(targets["box_weights"])) >= 2 * boxes  # every box is matched to an anchor at least
 
 
-def test_train_refuses_other_workloads_in_one_line():
+def test_train_refuses_retinanet_in_one_line():  # the sequence workloads train: test_tf_training_workloads.py
     with pytest.raises(UsageError) as caught:
-        ENGINE.make_trainer(TrainConfig(model=model_config("bert"), batch_size=2))
-    assert "\n" not in str(caught.value) and "--workload bert" in str(caught.value)
+        ENGINE.make_trainer(TrainConfig(model=model_config("retinanet"), batch_size=2))
+    assert "\n" not in str(caught.value) and "--workload retinanet" in str(caught.value)
 
 
 def test_op_macs_counts_products_and_convolutions():

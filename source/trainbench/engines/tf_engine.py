@@ -18,7 +18,12 @@ Training step (shared by the benchmark runner and the trainer), per replica:
   update; with ``xla=False`` nothing is XLA-compiled).
 
 The logged training loss is the builder's loss alone, without the weight-decay penalty, as a PyTorch
-``CrossEntropyLoss`` would report it; the evaluation loss (ResNet-50 only) is the same criterion on the evaluation set.
+``CrossEntropyLoss`` would report it; the evaluation loss is the same criterion on the evaluation set (the
+builder's ``eval_outputs``, without dropout).
+
+End-to-end training (``make_trainer``) runs ResNet-50 on learnable images and the sequence workloads on learnable
+token sequences (``data.synthetic``), each made into the workload's batches by its builder (``batch_from_tokens``),
+through the same step; accuracy there is token accuracy (the predicted tokens of ``eval_outputs``).
 
 Training FLOPs per sample (``_Runner.train_flops_per_sample``) are counted once per network shape, outside every
 window, from the traced forward graph (loss included): 2 x the multiply-adds of every MatMul, BatchMatMul, Einsum
@@ -37,7 +42,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 # The official model code calls ``tf.initializers``, which TensorFlow routes to Keras 3 unless this is set: the
 # classifier would then get a Keras 3 initializer inside a tf_keras model. TensorFlow reads it when ``tf.keras``
@@ -51,11 +56,11 @@ import tf_keras
 from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
 from trainbench.data import tf_pipeline
 from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
-from trainbench.data.synthetic import learnable_examples
-from trainbench.engines.base import CHECKPOINTS_KEPT, steps_for, synthetic_split
+from trainbench.data.synthetic import learnable_examples, learnable_sequences
+from trainbench.engines.base import CHECKPOINTS_KEPT, Batch, Span, steps_for, synthetic_split
 from trainbench.engines.capabilities import TENSORFLOW
 from trainbench.engines.tf_distribute import make_strategy, world_record
-from trainbench.engines.tf_workloads import TfWorkloadBuilder
+from trainbench.engines.tf_workloads import TfSequenceBuilder, TfWorkloadBuilder
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
@@ -304,21 +309,39 @@ class _Runner:
 # --- end-to-end trainer -------------------------------------------------------------------------------------
 
 
-def _pad_to_batches(images: np.ndarray, labels: np.ndarray, batch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Append zero examples up to a whole number of batches; the third array says which examples are real."""
-    padding = -len(labels) % batch
-    valid = np.arange(len(labels) + padding) < len(labels)
-    images = np.concatenate([images, np.zeros((padding, *images.shape[1:]), images.dtype)])
-    labels = np.concatenate([labels, np.zeros(padding, labels.dtype)])
-    return images, labels, valid
+# Workloads make_trainer refuses, and why.
+_NOT_TRAINABLE = {"retinanet": "there is no learnable synthetic detection set yet (real detection data is issue 29)"}
 
 
-def _synthetic_datasets(config: TrainConfig, global_batch: int) -> tuple[tf.data.Dataset, tf.data.Dataset]:
+def _padded(array: np.ndarray, batch: int) -> np.ndarray:
+    """Zero examples appended up to a whole number of batches."""
+    return np.concatenate([array, np.zeros((-len(array) % batch, *array.shape[1:]), array.dtype)])
+
+
+def _learnable_examples(model: ModelConfig, builder: TfWorkloadBuilder, span: Span, batch: int) -> Batch:
+    """Examples ``span`` of the learnable synthetic set, zero-padded up to whole batches of ``batch`` (1: none), as
+    the workload's (inputs, targets): images and labels, or the sequences made into its batch format."""
+    if model.spec.tokens_param is None:
+        images, labels = learnable_examples(*span, model.param("image_size"), model.param("num_classes"), model.seed)
+        return _padded(images, batch), _padded(labels, batch)
+    vocab = model.spec.dims(model.size)["vocab"]
+    tokens = learnable_sequences(*span, model.param("seq_len"), vocab, model.seed)
+    sequences = cast(TfSequenceBuilder, builder)  # every sequence workload's builder is one
+    # Seeded by the span's start too: the evaluation set draws its masks apart from the training set's.
+    return sequences.batch_from_tokens(model, _padded(tokens, batch), "/cpu:0", model.seed + span.start)
+
+
+def _synthetic_datasets(
+    config: TrainConfig, builder: TfWorkloadBuilder, global_batch: int
+) -> tuple[tf.data.Dataset, tf.data.Dataset]:
     """The learnable synthetic set: endless shuffled training batches, endless passes over the evaluation set."""
     model = config.model
     train_span, eval_span = synthetic_split(config)
-    train_set = learnable_examples(*train_span, model.param("image_size"), model.param("num_classes"), model.seed)
-    eval_set = learnable_examples(*eval_span, model.param("image_size"), model.param("num_classes"), model.seed)
+    train_set = _learnable_examples(model, builder, train_span, 1)
+    # Padded to whole batches with masked-out examples: a partial batch would hand some replica an empty one
+    # (which the CPU convolution rejects) and would cost a second trace or XLA compilation.
+    valid = np.arange(eval_span.size + -eval_span.size % global_batch) < eval_span.size
+    eval_set = (*_learnable_examples(model, builder, eval_span, global_batch), valid)
     train_data = (
         tf.data.Dataset.from_tensor_slices(train_set)
         .shuffle(train_span.size, seed=model.seed, reshuffle_each_iteration=True)
@@ -327,10 +350,8 @@ def _synthetic_datasets(config: TrainConfig, global_batch: int) -> tuple[tf.data
         .batch(global_batch, drop_remainder=True)
         .prefetch(tf.data.AUTOTUNE)
     )
-    # Padded to whole batches with masked-out examples: a partial batch would hand some replica an empty one
-    # (which the CPU convolution rejects) and would cost a second trace or XLA compilation.
     eval_data = (
-        tf.data.Dataset.from_tensor_slices(_pad_to_batches(*eval_set, global_batch))
+        tf.data.Dataset.from_tensor_slices(eval_set)
         .batch(global_batch, drop_remainder=True)
         .repeat()
         .prefetch(tf.data.AUTOTUNE)
@@ -383,7 +404,7 @@ class _Trainer:
         if source:
             train_data, eval_data = _record_datasets(config, source, self.global_batch, eval_count)
         else:
-            train_data, eval_data = _synthetic_datasets(config, self.global_batch)
+            train_data, eval_data = _synthetic_datasets(config, self._parts.builder, self.global_batch)
         strategy = self._parts.strategy
         self._train_iterator = iter(strategy.experimental_distribute_dataset(train_data))
         self._eval_data = strategy.experimental_distribute_dataset(eval_data)
@@ -393,8 +414,8 @@ class _Trainer:
 
         @tf.function
         def train_step(iterator: Any) -> None:
-            images, labels = next(iterator)
-            loss = strategy.run(replica_step, args=(images, labels))
+            inputs, targets = next(iterator)
+            loss = strategy.run(replica_step, args=(inputs, targets))
             # Accumulated on the device: no host fetch per step, mean_loss() reads it once per log interval.
             self._loss_sum.assign_add(strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None))
             self._loss_steps.assign_add(1.0)
@@ -402,16 +423,13 @@ class _Trainer:
         return train_step
 
     def _compile_eval_step(self, config: TrainConfig) -> Callable[[Any], Any]:
-        strategy, network, model = self._parts.strategy, self.network, config.model
+        strategy, network, model, builder = self._parts.strategy, self.network, config.model, self._parts.builder
+        smoothing = config.optimizer.label_smoothing
 
-        def replica_eval(images: tf.Tensor, labels: tf.Tensor, valid: tf.Tensor) -> tuple[tf.Tensor, ...]:
-            probabilities = network(images, training=False)
-            one_hot = tf.one_hot(labels, model.param("num_classes"))
+        def replica_eval(inputs: Any, targets: Any, valid: tf.Tensor) -> tuple[tf.Tensor, ...]:
             # The training criterion (label smoothing included), so the two losses compare.
-            losses = tf_keras.losses.categorical_crossentropy(
-                one_hot, probabilities, label_smoothing=config.optimizer.label_smoothing
-            )
-            return probabilities, losses, labels, tf.cast(valid, tf.int32)  # collectives gather no booleans
+            losses, scores, labels = builder.eval_outputs(network, (inputs, targets), smoothing)
+            return scores, losses, labels, tf.cast(valid, tf.int32)  # collectives gather no booleans
 
         if model.xla:
             replica_eval = tf.function(replica_eval, jit_compile=True)
@@ -443,15 +461,16 @@ class _Trainer:
             for _ in range(self.eval_steps):
                 for collected, values in zip(outputs, self._eval_step(iterator), strict=True):
                     collected.append(values.numpy())
-        probabilities, losses, labels, valid = (np.concatenate(collected) for collected in outputs)
+        scores, losses, labels, valid = (np.concatenate(collected) for collected in outputs)
         valid = valid.astype(bool)
-        probabilities, losses, labels = probabilities[valid], losses[valid], labels[valid]
-        count = len(labels)
+        # An example holds one prediction (an image's class) or several (its tokens), in a row of scores each.
+        predicted = np.repeat(valid, len(labels) // len(valid))
+        scores, labels = scores[predicted], labels[predicted]
         return {
-            "loss": float(losses.mean()),
-            "top1": top_k_correct(probabilities, labels, 1) / count,
-            "top5": top_k_correct(probabilities, labels, 5) / count,
-            "examples": float(count),
+            "loss": float(losses[valid].mean()),
+            "top1": top_k_correct(scores, labels, 1) / len(labels),
+            "top5": top_k_correct(scores, labels, 5) / len(labels),
+            "examples": float(valid.sum()),
         }
 
     def _manager(self, directory: Path) -> tf.train.CheckpointManager:
@@ -529,9 +548,9 @@ class TensorFlowEngine:
         return _Runner(parts, config.model, config.batch_size, config.data)
 
     def make_trainer(self, config: TrainConfig) -> _Trainer:
-        if config.model.workload != "resnet50":
-            raise UsageError(f"train --workload {config.model.workload} --framework tf: end-to-end training is "
-                             "ResNet-50 only for now (throughput and profile run every workload)")
+        if config.model.workload in _NOT_TRAINABLE:
+            raise UsageError(f"train --workload {config.model.workload}: {_NOT_TRAINABLE[config.model.workload]}; "
+                             "throughput and profile run it")
         return _Trainer(config)
 
 

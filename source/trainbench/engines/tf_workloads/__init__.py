@@ -1,8 +1,10 @@
 """TensorFlow builders of the workloads (workloads/<name>.py names each module in ``builders["tf"]``).
 
 Each module defines ``BUILDER``: engines/base.WorkloadBuilder (build, synthetic_batch, loss) plus ``decayed``, the
-variables the engine's weight-decay penalty covers. tf_engine imports a builder only in a worker, inside its
-strategy scope and precision policy; the builder knows the network, the engine the step machinery.
+variables the engine's weight-decay penalty covers, and ``eval_outputs``, what the trainer's evaluation reads. The
+sequence workloads' builders also make training batches from learnable token sequences (``batch_from_tokens``).
+tf_engine imports a builder only in a worker, inside its strategy scope and precision policy; the builder knows the
+network, the engine the step machinery.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 import os
 from typing import Any, Protocol
 
+import numpy as np
+
 # As in tf_engine: the official model code must reach tf_keras (Keras 2), not Keras 3, so this is set before
 # TensorFlow is first imported by any builder module.
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 
-from trainbench.engines.base import WorkloadBuilder
+from trainbench.config import ModelConfig
+from trainbench.engines.base import Batch, WorkloadBuilder
 
 
 class TfWorkloadBuilder(WorkloadBuilder, Protocol):
@@ -22,6 +27,19 @@ class TfWorkloadBuilder(WorkloadBuilder, Protocol):
 
     def decayed(self, network: Any) -> list[Any]:
         """The variables the engine adds ``weight_decay * ||w||^2 / 2`` for (never batch or layer norm)."""
+
+    def eval_outputs(self, network: Any, batch: Batch, smoothing: float) -> tuple[Any, Any, Any]:
+        """Inference on an evaluation batch of B examples: (the training criterion per example [B], float32 scores
+        [B*k, C] of the k predictions each example holds, their true classes [B*k]). The mean of the first over a
+        batch is ``loss``'s, without dropout; the scores rank the classes (logits or probabilities) for top-k."""
+
+
+class TfSequenceBuilder(TfWorkloadBuilder, Protocol):
+    """A sequence workload's builder: trainable on learnable token sequences (``data.synthetic``)."""
+
+    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: Any, seed: int) -> Batch:
+        """``synthetic_batch``'s format built from these sequences (int64 [B, seq_len], no token 0) instead of random
+        ids, on the device; whatever else it draws (masked positions) is seeded per example by (seed, row)."""
 
 
 def matrices(network: Any) -> list[Any]:

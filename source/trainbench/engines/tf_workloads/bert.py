@@ -7,12 +7,17 @@ head, and Hugging Face's ``BertForPreTraining`` (``BertPooler`` + ``seq_relation
 (``ClassificationHead(inner_dim=768)``) would add a second 768x768 pooler beside the encoder's unused one, 0.54 %
 more parameters than the PyTorch network. The loss is ``MaskedLMTask.build_losses``': the masked-LM cross-entropy
 averaged over the weighted masked positions plus the next-sentence cross-entropy averaged over the batch.
+
+Trained end to end on learnable sequences (``data.synthetic``): 15 % of each sequence's positions (never the first,
+BERT's [CLS] place) are replaced by [MASK] and predicted from their neighbours; the second segment always continues
+the first, so every next-sentence label is "is next" (0).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 import tf_keras
 from official.modeling import tf_utils
@@ -25,11 +30,22 @@ from trainbench.workloads.bert import MASKED_FRACTION
 
 BUILD_SEED_OFFSET = 2_000_003
 INITIALIZER_RANGE = 0.02  # BERT's truncated-normal stddev (the task's mlm_initializer_range)
+MASK_ID = 0  # [MASK] in batch_from_tokens' inputs: the learnable sequences never hold token 0
+IS_NEXT = 0  # the next-sentence label of a second segment that continues the first
 
 
 def masked_count(seq_len: int) -> int:
     """Masked positions per sequence: 15 % of them, at least one (19 at 128: BERT masks 15 % of 128 tokens)."""
     return max(1, round(MASKED_FRACTION * seq_len))
+
+
+def masked_positions(rows: int, seq_len: int, seed: int) -> np.ndarray:
+    """int64 [rows, masked_count]: each row's distinct positions in 1..seq_len-1, ascending, drawn by (seed, row)."""
+    candidates, masked = np.arange(1, seq_len), masked_count(seq_len)
+    positions = np.zeros((rows, masked), np.int64)
+    for row in range(rows):
+        positions[row] = np.sort(np.random.default_rng((seed, row)).choice(candidates, masked, replace=False))
+    return positions
 
 
 class NextSentence(tf_keras.layers.Layer):
@@ -93,6 +109,30 @@ class BertBuilder:
             }
             return inputs, targets
 
+    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: Any, seed: int) -> Batch:
+        """synthetic_batch's format from these sequences: each row's masked positions drawn by its own generator
+        (seed, row), [MASK] in the input at them, the true tokens as their targets."""
+        rows, seq_len = tokens.shape
+        masked = masked_count(seq_len)
+        positions = masked_positions(rows, seq_len, seed)
+        targets = np.take_along_axis(tokens, positions, axis=1)
+        word_ids = tokens.copy()
+        np.put_along_axis(word_ids, positions, MASK_ID, axis=1)
+        type_ids = (np.arange(seq_len) >= seq_len // 2).astype(np.int32)
+        with tf.device(device):
+            inputs = {
+                "input_word_ids": tf.constant(word_ids, tf.int32),
+                "input_mask": tf.ones((rows, seq_len), tf.int32),
+                "input_type_ids": tf.constant(np.broadcast_to(type_ids, (rows, seq_len))),
+                "masked_lm_positions": tf.constant(positions, tf.int32),
+            }
+            labels = {
+                "masked_lm_ids": tf.constant(targets, tf.int32),
+                "masked_lm_weights": tf.ones((rows, masked), tf.float32),
+                "next_sentence_labels": tf.fill((rows,), IS_NEXT),
+            }
+            return inputs, labels
+
     def loss(self, network: tf_keras.Model, batch: Batch, smoothing: float) -> tf.Tensor:
         """MaskedLMTask.build_losses (without its metrics); BERT pre-training has no label smoothing."""
         inputs, labels = batch
@@ -104,6 +144,21 @@ class BertBuilder:
         sentence_loss = tf.reduce_mean(tf_keras.losses.sparse_categorical_crossentropy(
             labels["next_sentence_labels"], tf.cast(outputs["next_sentence"], tf.float32), from_logits=True))
         return mlm_loss + sentence_loss
+
+    def eval_outputs(self, network: tf_keras.Model, batch: Batch, smoothing: float) -> tuple[tf.Tensor, ...]:
+        """Per sequence: its masked-LM cross-entropy (over its weighted masked positions) plus its next-sentence
+        one, whose batch mean is ``loss``'s; then the masked positions' logits and true tokens."""
+        inputs, labels = batch
+        outputs = network(inputs, training=False)
+        mlm_logits = tf.cast(outputs["mlm_logits"], tf.float32)
+        lm_losses = tf_keras.losses.sparse_categorical_crossentropy(labels["masked_lm_ids"], mlm_logits,
+                                                                    from_logits=True)
+        weights = labels["masked_lm_weights"]
+        mlm_loss = tf.math.divide_no_nan(tf.reduce_sum(lm_losses * weights, axis=1), tf.reduce_sum(weights, axis=1))
+        sentence_loss = tf_keras.losses.sparse_categorical_crossentropy(
+            labels["next_sentence_labels"], tf.cast(outputs["next_sentence"], tf.float32), from_logits=True)
+        vocab = mlm_logits.shape[-1]
+        return mlm_loss + sentence_loss, tf.reshape(mlm_logits, (-1, vocab)), tf.reshape(labels["masked_lm_ids"], (-1,))
 
     def decayed(self, network: tf_keras.Model) -> list[tf.Variable]:
         return matrices(network)

@@ -43,6 +43,15 @@ class ResNet50Builder:
         per_example = tf_keras.losses.categorical_crossentropy(one_hot, probabilities, label_smoothing=smoothing)
         return tf.reduce_mean(per_example)
 
+    def eval_outputs(self, network: tf_keras.Model, batch: Batch, smoothing: float) -> tuple[tf.Tensor, ...]:
+        """Per image: the training criterion (label smoothing included, so the two losses compare), the float32
+        class probabilities, the label."""
+        images, labels = batch
+        probabilities = network(images, training=False)
+        one_hot = tf.one_hot(labels, network.output_shape[-1])
+        losses = tf_keras.losses.categorical_crossentropy(one_hot, probabilities, label_smoothing=smoothing)
+        return losses, probabilities, labels
+
     def decayed(self, network: tf_keras.Model) -> list[tf.Variable]:
         """The variables the official model's L2 regulariser would cover: conv kernels, the classifier's weights."""
         variables: list[tf.Variable] = []

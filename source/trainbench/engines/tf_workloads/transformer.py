@@ -6,17 +6,22 @@ output projection, sinusoidal positions, pre-norm layers (layer norm before each
 stack) with dropout 0.1. The loss is the reference's ``metrics.transformer_loss``: label-smoothed cross-entropy
 over the target tokens (minus its lowest possible value, as the reference logs it), padding (id 0) excluded; the
 synthetic sentences hold no padding.
+
+Trained end to end on learnable sequences (``data.synthetic``): the source is the sequence, the target its
+``translated`` form (every token moved up by one), so the loss falls when the network learns to translate.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 import tf_keras
 from official.legacy.transformer import metrics, model_params, transformer
 
 from trainbench.config import ModelConfig
+from trainbench.data.synthetic import translated
 from trainbench.engines.base import Batch
 from trainbench.engines.tf_workloads import matrices
 
@@ -48,10 +53,26 @@ class TransformerBuilder:
             target = tf.random.uniform(shape, 1, vocab, tf.int32, seed=seed + 1)
             return source, target
 
+    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: Any, seed: int) -> Batch:
+        """(the sequences, their translations); nothing is drawn, so the seed is unused."""
+        vocab = model.spec.dims(model.size)["vocab"]
+        with tf.device(device):
+            return tf.constant(tokens, tf.int32), tf.constant(translated(tokens, vocab), tf.int32)
+
     def loss(self, network: tf_keras.Model, batch: Batch, smoothing: float) -> tf.Tensor:
         source, target = batch
         logits = network([source, target], training=True)
         return metrics.transformer_loss(logits, target, smoothing, network.params["vocab_size"])
+
+    def eval_outputs(self, network: tf_keras.Model, batch: Batch, smoothing: float) -> tuple[tf.Tensor, ...]:
+        """Per sentence pair: ``loss``'s criterion over its target tokens; then every target token's logits (the
+        decoder is fed the target shifted right, as in training) and the token."""
+        source, target = batch
+        logits = network([source, target], training=False)
+        vocab = network.params["vocab_size"]
+        losses, weights = metrics.padded_cross_entropy_loss(logits, target, smoothing, vocab)
+        per_pair = tf.math.divide_no_nan(tf.reduce_sum(losses, axis=1), tf.reduce_sum(weights, axis=1))
+        return per_pair, tf.reshape(tf.cast(logits, tf.float32), (-1, vocab)), tf.reshape(target, (-1,))
 
     def decayed(self, network: tf_keras.Model) -> list[tf.Variable]:
         return matrices(network)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import assert_one_line_error, run_main
 from trainbench.bench.input_bench import InputBench
 from trainbench.cli import input_bench_cmd
 from trainbench.cli.main import build_parser
@@ -330,3 +331,10 @@ def test_gpu_loader_and_compile_mode_survive_the_worker_config_round_trip() -> N
     model = dataclasses.replace(GPU_MODEL, compile=True, compile_mode="max-autotune")
     config = BenchConfig(model=model, batch_size=8, data="/d", loader="gpu")
     assert bench_config_from_dict(json.loads(json.dumps(to_dict(config)))) == config
+
+
+def test_the_optimizer_is_sgd_or_adamw(tmp_path: Path) -> None:
+    assert OptimizerConfig().name == "sgd" and OptimizerConfig(name="adamw").name == "adamw"
+    result = run_main("train", "--optimizer", "lamb", "--device", "cpu", "--output", str(tmp_path))
+    assert_one_line_error(result, "unknown optimizer 'lamb': choose one of sgd, adamw")
+    assert not any(tmp_path.iterdir())  # refused before a run folder is made

@@ -29,7 +29,8 @@ BATCH = 16
 LOG_EVERY = 10  # steps per mean training loss
 # Per workload: plain SGD with momentum (train's optimizer) at a base rate per 256 sequences found to make the loss
 # fall in a few dozen steps (the ResNet-50 default of 0.1 barely moves these tiny networks), and the steps taken.
-RECIPES = {"transformer": (16.0, 60), "bert": (4.0, 60)}
+# BERT learns its masked tokens under AdamW only, as its reference trains (under SGD: only the token frequencies).
+RECIPES = {"transformer": (16.0, 60, "sgd"), "bert": (0.064, 450, "adamw")}
 
 
 @pytest.fixture(autouse=True)
@@ -40,10 +41,11 @@ def no_policy_leak():
 
 
 def train_config(workload: str, **overrides: object) -> TrainConfig:
-    base_lr, _ = RECIPES[workload]
+    base_lr, _, optimizer = RECIPES[workload]
     settings: dict[str, object] = {
         "model": ModelConfig(framework="tf", workload=workload, size="tiny", device="cpu"),
-        "optimizer": OptimizerConfig(base_learning_rate=base_lr, weight_decay=0.0),
+        "optimizer": OptimizerConfig(name=optimizer, base_learning_rate=base_lr,  # type: ignore[arg-type]
+                                     weight_decay=0.0),
         "epochs": 1,
         "batch_size": BATCH,
         "warmup_epochs": 0.0,
@@ -108,17 +110,17 @@ def test_transformer_checkpoint_round_trip(trained_transformer, tmp_path):
     assert fresh.evaluate() == pytest.approx(trainer.evaluate())
 
 
+@pytest.mark.slow
 def test_bert_trains_end_to_end():
-    # Under SGD the tiny BERT learns the next-sentence label and the token frequencies within this budget, not yet
-    # the masked tokens themselves (its 0.02-scale tied embeddings pass the encoder little gradient): the loss falls
-    # from about ln(512) + ln(2) towards ln(512) = 6.24.
+    # Under SGD the tiny BERT learns only the next-sentence label and the token frequencies (its 0.02-scale tied
+    # embeddings pass the encoder little gradient); under AdamW, its reference's optimizer, the masked tokens too.
     config = train_config("bert")
     trainer = ENGINE.make_trainer(config)
     before = trainer.evaluate()
     losses = losses_while_training(trainer, config, RECIPES["bert"][1])
     after = trainer.evaluate()
     assert all(np.isfinite(losses)), losses
-    assert losses[-1] < losses[0] - 0.15, losses
+    assert losses[-1] < 0.7 * losses[0], losses
     check_evaluation(before, 20)
     check_evaluation(after, 20)
     assert after["loss"] < before["loss"] - 0.3, (before, after)

@@ -208,7 +208,7 @@ def test_repeats_split_the_timed_iterations_into_windows(tmp_path: Path) -> None
     env = script_env(tmp_path, BATCH_SIZES="2", REPEATS="3")
     result = measure_throughput_script(env, "7")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "min samples/s" in result.stdout  # the table shows the spread across windows
+    assert "min images/s" in result.stdout  # the table shows the spread across windows, in the workload's unit
     summary, steps, _ = read_run(Path(result.stdout.strip().splitlines()[-1]))
     (row,) = summary["results"]
     assert (row["windows"], row["timed_steps"], row["warmup_steps"]) == (3, 6, 1)

@@ -73,7 +73,11 @@ class CountingRunner:
     """A step that does nothing but count: what matters here is how many steps run, and where the syncs fall."""
 
     samples_per_step = 4
+    tokens_per_step = None
     compile_s = None  # nothing prepared ahead of the windows
+    parameters = 0
+    train_flops_per_sample = None
+    flops_note = "a counting runner counts no FLOPs"
 
     def __init__(self) -> None:
         self.events: list[str] = []

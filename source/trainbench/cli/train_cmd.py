@@ -13,6 +13,7 @@ from pathlib import Path
 from trainbench.cli.options import (
     DATA_DIR_HELP,
     POSITIVE,
+    add_choice_option,
     add_launch_options,
     add_loader_option,
     add_model_options,
@@ -27,6 +28,7 @@ from trainbench.cli.options import (
 from trainbench.config import (
     MAX_BATCH_SIZE,
     MAX_COUNT,
+    OPTIMIZERS,
     ConfigError,
     OptimizerConfig,
     TrainConfig,
@@ -105,7 +107,11 @@ def _add_schedule_options(parser: argparse.ArgumentParser) -> None:
                         help=f"global batch, split over the GPUs (default {batch_size}, at most {MAX_BATCH_SIZE})")
     parser.add_argument("--base-lr", type=real_number(0.0, above=True), default=optimizer.base_learning_rate,
                         help=f"learning rate per 256 samples (default {_prose(optimizer.base_learning_rate)})")
-    parser.add_argument("--momentum", type=real_number(0.0, 1.0, below=True), default=optimizer.momentum)
+    add_choice_option(parser, "--optimizer", OPTIMIZERS, optimizer.name,
+                      "adamw: decoupled weight decay, betas 0.9 and 0.999, as the language models' references train "
+                      "(give it a --base-lr near 0.001 x 256 / batch)")
+    parser.add_argument("--momentum", type=real_number(0.0, 1.0, below=True), default=optimizer.momentum,
+                        help=f"SGD's (default {_prose(optimizer.momentum)})")
     parser.add_argument("--weight-decay", type=real_number(0.0), default=optimizer.weight_decay)
     parser.add_argument("--label-smoothing", type=real_number(0.0, 1.0, below=True), default=optimizer.label_smoothing)
     parser.add_argument("--warmup-epochs", type=real_number(0.0, MAX_COUNT),
@@ -117,7 +123,7 @@ def _add_schedule_options(parser: argparse.ArgumentParser) -> None:
 
 
 def new_config(args: argparse.Namespace) -> TrainConfig:
-    optimizer = OptimizerConfig(momentum=args.momentum, base_learning_rate=args.base_lr,
+    optimizer = OptimizerConfig(name=args.optimizer, momentum=args.momentum, base_learning_rate=args.base_lr,
                                 weight_decay=args.weight_decay, label_smoothing=args.label_smoothing)
     model = model_config(args)  # once: it resolves the device and opens the data folder
     return TrainConfig(

@@ -99,6 +99,14 @@ class _Parts:
     global_batch: int
 
 
+def _optimizer(config: OptimizerConfig, learning_rate: float, xla: bool) -> tf_keras.optimizers.Optimizer:
+    """SGD with momentum (weight decay as an L2 penalty in the loss), or AdamW with decoupled weight decay."""
+    if config.name == "adamw":
+        return tf_keras.optimizers.AdamW(learning_rate=learning_rate, weight_decay=config.weight_decay,
+                                         jit_compile=xla)
+    return tf_keras.optimizers.SGD(learning_rate=learning_rate, momentum=config.momentum, jit_compile=xla)
+
+
 def _build_parts(
     model: ModelConfig, optimizer_config: OptimizerConfig, strategy: tf.distribute.Strategy, per_replica_batch: int
 ) -> _Parts:
@@ -108,18 +116,15 @@ def _build_parts(
     tf_keras.utils.set_random_seed(model.seed)  # same initial weights for the same seed (python, numpy, tf)
     with _policy(model.precision), strategy.scope():
         network = builder.build(model)
-        optimizer = tf_keras.optimizers.SGD(
-            learning_rate=optimizer_config.learning_rate(global_batch),
-            momentum=optimizer_config.momentum,
-            jit_compile=model.xla,
-        )
+        optimizer = _optimizer(optimizer_config, optimizer_config.learning_rate(global_batch), model.xla)
         if model.precision == "fp16":
             optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
         # Create the momentum slots now, not at the first step: a checkpoint then restores into them immediately.
         optimizer.build(network.trainable_variables)
     variables = network.trainable_variables
     decayed = builder.decayed(network)
-    weight_decay = optimizer_config.weight_decay
+    # SGD: the L2 penalty in the loss (torch's SGD(weight_decay=) gradient); AdamW decays the weights itself.
+    weight_decay = optimizer_config.weight_decay if optimizer_config.name == "sgd" else 0.0
     smoothing = optimizer_config.label_smoothing
     scale_loss = model.precision == "fp16"
 

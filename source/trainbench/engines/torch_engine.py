@@ -120,11 +120,19 @@ def builder_of(model_config: ModelConfig) -> WorkloadBuilder:
     return importlib.import_module(model_config.spec.builders["torch"]).BUILDER
 
 
+def _optimizer(network: nn.Module, config: OptimizerConfig, learning_rate: float) -> torch.optim.Optimizer:
+    """SGD with momentum and L2 weight decay on every parameter, or AdamW with decoupled weight decay."""
+    if config.name == "adamw":
+        return torch.optim.AdamW(network.parameters(), lr=learning_rate, weight_decay=config.weight_decay)
+    return torch.optim.SGD(network.parameters(), lr=learning_rate, momentum=config.momentum,
+                           weight_decay=config.weight_decay)
+
+
 @dataclass
 class _Parts:
     network: nn.Module  # the plain module: checkpoints hold its state_dict, evaluation calls it
     builder: WorkloadBuilder
-    optimizer: torch.optim.SGD
+    optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None  # fp16 only
     step: StepFn  # batch -> detached loss; queues the work, never synchronises
     device_type: str
@@ -143,10 +151,7 @@ def _build(
     if model_config.compile:
         # Static shapes: every batch of a run has the same shape (training drops the short last batch).
         forward = torch.compile(forward, mode=model_config.compile_mode, dynamic=False)
-    optimizer = torch.optim.SGD(
-        network.parameters(), lr=learning_rate, momentum=optimizer_config.momentum,
-        weight_decay=optimizer_config.weight_decay,
-    )
+    optimizer = _optimizer(network, optimizer_config, learning_rate)
     device_type = torch.device(device).type
     dtype = _AUTOCAST_DTYPES[model_config.precision]
     scaler = torch.amp.GradScaler(device_type) if model_config.precision == "fp16" else None

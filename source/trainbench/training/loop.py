@@ -67,7 +67,7 @@ def _one_epoch(config: TrainConfig, trainer: Trainer, epoch: int, log: Callable[
             elapsed = time.perf_counter() - start
             rate = (step + 1) * trainer.global_batch / elapsed
             log(f"epoch {epoch + 1}/{config.epochs} step {step + 1}/{steps} loss {losses[-1]:.4f} "
-                f"lr {lr:.5f} {rate:.1f} images/s")
+                f"lr {lr:.5f} {rate:.1f} {config.model.spec.sample_unit}s/s")
     train_s = time.perf_counter() - start
     evaluation = trainer.evaluate()
     log(f"epoch {epoch + 1}/{config.epochs} eval top1 {evaluation['top1']:.4f} top5 {evaluation['top5']:.4f} "
@@ -76,6 +76,7 @@ def _one_epoch(config: TrainConfig, trainer: Trainer, epoch: int, log: Callable[
     return {
         "epoch": epoch + 1,
         "train_loss": loss,
+        # Samples (the workload's: images, sequences) per second; the key keeps its first name for older readers.
         "train_images_per_sec": steps * trainer.global_batch / train_s,
         "train_s": train_s,
         "eval_loss": evaluation["loss"],

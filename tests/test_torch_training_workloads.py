@@ -149,6 +149,7 @@ def test_the_command_line_refuses_retinanet_training_in_one_line(tmp_path: Path)
     result = run_cli("train", "--framework", "torch", "--workload", "retinanet", "--size", "tiny", "--device", "cpu",
                      "--output", str(tmp_path))
     assert_one_line_error(result, "--workload retinanet", "issue 29")
+    assert not any(tmp_path.iterdir())  # refused before a run folder is made
 
 
 @pytest.mark.slow

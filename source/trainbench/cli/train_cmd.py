@@ -126,6 +126,8 @@ def new_config(args: argparse.Namespace) -> TrainConfig:
     optimizer = OptimizerConfig(name=args.optimizer, momentum=args.momentum, base_learning_rate=args.base_lr,
                                 weight_decay=args.weight_decay, label_smoothing=args.label_smoothing)
     model = model_config(args)  # once: it resolves the device and opens the data folder
+    if problem := model.spec.train_problem():  # before a run folder is made
+        raise UsageError(problem)
     return TrainConfig(
         model=model, optimizer=optimizer, epochs=args.epochs or EPOCHS, batch_size=args.batch_size,
         warmup_epochs=args.warmup_epochs, decay_epochs=args.decay_epochs,

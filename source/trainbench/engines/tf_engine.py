@@ -314,10 +314,6 @@ class _Runner:
 # --- end-to-end trainer -------------------------------------------------------------------------------------
 
 
-# Workloads make_trainer refuses, and why.
-_NOT_TRAINABLE = {"retinanet": "there is no learnable synthetic detection set yet (real detection data is issue 29)"}
-
-
 def _padded(array: np.ndarray, batch: int) -> np.ndarray:
     """Zero examples appended up to a whole number of batches."""
     return np.concatenate([array, np.zeros((-len(array) % batch, *array.shape[1:]), array.dtype)])
@@ -553,9 +549,8 @@ class TensorFlowEngine:
         return _Runner(parts, config.model, config.batch_size, config.data)
 
     def make_trainer(self, config: TrainConfig) -> _Trainer:
-        if config.model.workload in _NOT_TRAINABLE:
-            raise UsageError(f"train --workload {config.model.workload}: {_NOT_TRAINABLE[config.model.workload]}; "
-                             "throughput and profile run it")
+        if problem := config.model.spec.train_problem():
+            raise UsageError(problem)
         return _Trainer(config)
 
 

@@ -595,10 +595,6 @@ def _top_k_hits(logits: torch.Tensor, labels: torch.Tensor, k: int) -> int:
     return int((top == labels.unsqueeze(1)).any(dim=1).sum())
 
 
-# Workloads whose end-to-end training is not there, and why.
-_NOT_TRAINABLE = {"retinanet": "no learnable synthetic detection set yet (real detection data is issue 29)"}
-
-
 def _checkpoints(directory: Path) -> list[tuple[int, Path]]:
     """The complete checkpoints in ``directory`` as (epoch, path), oldest first."""
     return sorted((int(match[1]), path) for path in Path(directory).glob("epoch-*.pt")
@@ -636,10 +632,10 @@ class TorchEngine:
         if workload == "resnet50":
             return _Trainer(config)
         builder = builder_of(config.model)
-        if workload in _NOT_TRAINABLE or not isinstance(builder, SequenceBuilder):
-            why = _NOT_TRAINABLE.get(workload, "its builder makes no batches from the learnable token set")
-            raise UsageError(f"train --workload {workload}: end-to-end training is not there yet: {why}; measure "
-                             f"its throughput with 'throughput --workload {workload}'")
+        if problem := config.model.spec.train_problem():
+            raise UsageError(problem)
+        if not isinstance(builder, SequenceBuilder):  # a programming error: the descriptor says it trains
+            raise TypeError(f"{workload}'s torch builder makes no batches from the learnable token set")
         return _SequenceTrainer(config, builder)
 
 

@@ -58,6 +58,7 @@ class Workload:
     token_streams: int = 1  # sequences per sample that tokens/s counts (translation: source and target)
     unsupported: Mapping[str, str] = field(default_factory=dict)  # setting -> why it does not apply
     data: frozenset[str] = frozenset()  # frameworks that read --data for it; the others refuse --data in one line
+    untrainable: str | None = None  # why `train` refuses it (None: both engines train it end to end)
     # Trainable parameters at --size full: the published figure, and what each framework's builder makes (held
     # exactly by the engines' tests, compared across frameworks by tests/test_workloads.py; shown by the command).
     published_parameters: float = 0.0
@@ -80,6 +81,13 @@ class Workload:
         if self.tokens_param is None:
             return None
         return params[self.tokens_param] * self.token_streams
+
+    def train_problem(self) -> str | None:
+        """Why end-to-end training refuses this workload, in one line; None when it trains."""
+        if self.untrainable is None:
+            return None
+        return (f"train --workload {self.name}: end-to-end training is not there yet: {self.untrainable}; "
+                f"measure its throughput with 'throughput --workload {self.name}'")
 
     def framework_problem(self, framework: str) -> str | None:
         """Why this workload cannot run on ``framework``, in one line; None when it can."""

@@ -7,6 +7,7 @@ so a device, a step count or a refusal is decided by one rule whichever framewor
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Any, NamedTuple, Protocol
 
@@ -70,6 +71,12 @@ class WorkloadBuilder(Protocol):
 
     def loss(self, network: Any, batch: Batch, smoothing: float) -> Any:
         """Forward pass and mean training loss over the batch; the engine adds autocast or tape and the update."""
+
+
+def builder_of(model: ModelConfig) -> Any:
+    """The workload's builder for the model's framework: the module its descriptor names, imported here, in the
+    worker (descriptors import no framework). Each engine types it as its own builder protocol."""
+    return importlib.import_module(model.spec.builders[model.framework]).BUILDER
 
 
 class Engine(Protocol):

@@ -34,7 +34,6 @@ and convolution, as ``torch.utils.flop_counter.FlopCounterMode`` counts them, ti
 from __future__ import annotations
 
 import contextlib
-import importlib
 import importlib.metadata
 import math
 import os
@@ -57,7 +56,7 @@ from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainCo
 from trainbench.data import tf_pipeline
 from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
-from trainbench.engines.base import CHECKPOINTS_KEPT, Batch, Span, steps_for, synthetic_split
+from trainbench.engines.base import CHECKPOINTS_KEPT, Batch, Span, builder_of, steps_for, synthetic_split
 from trainbench.engines.capabilities import TENSORFLOW
 from trainbench.engines.tf_distribute import make_strategy, world_record
 from trainbench.engines.tf_workloads import TfSequenceBuilder, TfWorkloadBuilder
@@ -79,12 +78,6 @@ def _policy(precision: str) -> Iterator[None]:
         yield
     finally:
         tf_keras.mixed_precision.set_global_policy(previous)
-
-
-def _builder(model: ModelConfig) -> TfWorkloadBuilder:
-    """The workload's TensorFlow builder (imported here, in the worker: descriptors import no framework)."""
-    builder: TfWorkloadBuilder = importlib.import_module(model.spec.builders["tf"]).BUILDER
-    return builder
 
 
 @dataclass
@@ -112,7 +105,7 @@ def _build_parts(
 ) -> _Parts:
     replicas = strategy.num_replicas_in_sync
     global_batch = per_replica_batch * replicas
-    builder = _builder(model)
+    builder: TfWorkloadBuilder = builder_of(model)
     tf_keras.utils.set_random_seed(model.seed)  # same initial weights for the same seed (python, numpy, tf)
     with _policy(model.precision), strategy.scope():
         network = builder.build(model)

@@ -8,7 +8,6 @@ same functions below, so a benchmarked step is exactly the step that training ru
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import itertools
 import math
 import os
@@ -39,6 +38,7 @@ from trainbench.engines.base import (
     CHECKPOINTS_KEPT,
     Span,
     WorkloadBuilder,
+    builder_of,
     check_precision,
     resolve_device,
     steps_for,
@@ -115,11 +115,6 @@ def _autocast(device_type: str, dtype: torch.dtype | None) -> torch.autocast:
     return torch.autocast(device_type, dtype=dtype, enabled=dtype is not None)
 
 
-def builder_of(model_config: ModelConfig) -> WorkloadBuilder:
-    """The workload's torch builder (the module its descriptor names)."""
-    return importlib.import_module(model_config.spec.builders["torch"]).BUILDER
-
-
 def _optimizer(network: nn.Module, config: OptimizerConfig, learning_rate: float) -> torch.optim.Optimizer:
     """SGD with momentum and L2 weight decay on every parameter, or AdamW with decoupled weight decay."""
     if config.name == "adamw":
@@ -145,7 +140,7 @@ def _build(
 ) -> _Parts:
     """Network, optimizer and training step; ``wrap`` adds DistributedDataParallel for multi-GPU training."""
     torch.manual_seed(model_config.seed)
-    builder = builder_of(model_config)
+    builder: WorkloadBuilder = builder_of(model_config)
     network = builder.build(model_config).to(device)  # .to keeps a channels_last layout the builder chose
     forward = wrap(network) if wrap else network
     if model_config.compile:
@@ -631,7 +626,7 @@ class TorchEngine:
         workload = config.model.workload
         if workload == "resnet50":
             return _Trainer(config)
-        builder = builder_of(config.model)
+        builder: WorkloadBuilder = builder_of(config.model)
         if problem := config.model.spec.train_problem():
             raise UsageError(problem)
         if not isinstance(builder, SequenceBuilder):  # a programming error: the descriptor says it trains

@@ -7,6 +7,11 @@ from trainbench.workloads import Param, Size, Workload, register
 # Masked positions per sequence: 15 % of the tokens, as BERT's pre-training data (max_predictions_per_seq 20 at 128).
 MASKED_FRACTION = 0.15
 
+
+def masked_count(seq_len: int) -> int:
+    """Masked positions per sequence, the same in both frameworks: 15 %, at least one (19 at 128 tokens)."""
+    return max(1, round(MASKED_FRACTION * seq_len))
+
 BERT = register(Workload(
     name="bert",
     title="BERT-base",

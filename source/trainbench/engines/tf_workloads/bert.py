@@ -26,17 +26,12 @@ from official.nlp.modeling import models, networks
 from trainbench.config import ModelConfig
 from trainbench.engines.base import Batch
 from trainbench.engines.tf_workloads import matrices
-from trainbench.workloads.bert import MASKED_FRACTION
+from trainbench.workloads.bert import masked_count
 
 BUILD_SEED_OFFSET = 2_000_003
 INITIALIZER_RANGE = 0.02  # BERT's truncated-normal stddev (the task's mlm_initializer_range)
 MASK_ID = 0  # [MASK] in batch_from_tokens' inputs: the learnable sequences never hold token 0
 IS_NEXT = 0  # the next-sentence label of a second segment that continues the first
-
-
-def masked_count(seq_len: int) -> int:
-    """Masked positions per sequence: 15 % of them, at least one (19 at 128: BERT masks 15 % of 128 tokens)."""
-    return max(1, round(MASKED_FRACTION * seq_len))
 
 
 def masked_positions(rows: int, seq_len: int, seed: int) -> np.ndarray:

@@ -22,7 +22,7 @@ from torch import nn
 from trainbench.config import ModelConfig
 from trainbench.engines.torch_workloads import generator
 from trainbench.engines.torch_workloads._hf import transformers
-from trainbench.workloads.bert import MASKED_FRACTION
+from trainbench.workloads.bert import masked_count
 
 MASK_ID = 103  # BERT's [MASK] in its 30,522-token vocabulary (and a token of the tiny one)
 FIRST_TOKEN = 1  # learnable_sequences' lowest token (its default first_token)
@@ -40,10 +40,6 @@ def config(model: ModelConfig) -> transformers.BertConfig:
         num_attention_heads=dims["heads"], intermediate_size=dims["ffn"], max_position_embeddings=dims["positions"],
         type_vocab_size=dims["type_vocab"],
     )
-
-
-def masked_count(length: int) -> int:
-    return max(1, round(MASKED_FRACTION * length))
 
 
 def masked_positions(batch_size: int, length: int, device: torch.device | str,

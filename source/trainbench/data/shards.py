@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainbench.data.imagenet_tree import ImageTree, Source
+from trainbench.data.imagenet_tree import ImageTree
 from trainbench.errors import UsageError, os_reason
 from trainbench.results.files import write_text_atomic
 
@@ -38,7 +38,7 @@ _HASH_THREADS = min(8, os.cpu_count() or 1)  # hashlib releases the GIL: threads
 class ShardTask:
     name: str
     split: str  # TRAIN or VALIDATION
-    sources: tuple[Source, ...]
+    sources: tuple[Any, ...]  # what the shard is made of: ImageNet's Sources, a corpus's documents, COCO's images
 
 
 @dataclass(frozen=True)
@@ -58,16 +58,20 @@ def shard_name(split: str, index: int, count: int) -> str:
 
 def plan_shards(tree: ImageTree, train_shards: int, validation_shards: int, seed: int) -> list[ShardTask]:
     """Training shards then validation shards (none without val/), each a contiguous range of the shuffled order."""
-    tasks = []
-    for split, sources, count in ((TRAIN, tree.train, train_shards), (VALIDATION, tree.validation, validation_shards)):
-        if not sources:
-            continue
-        order = list(sources)
-        random.Random(seed).shuffle(order)  # a fresh generator per split: each order depends on the seed alone
-        bounds = [index * len(order) // count for index in range(count + 1)]
-        tasks += [ShardTask(shard_name(split, index, count), split, tuple(order[bounds[index]:bounds[index + 1]]))
-                  for index in range(count)]
-    return tasks
+    return [*plan_split(TRAIN, tree.train, train_shards, seed),
+            *plan_split(VALIDATION, tree.validation, validation_shards, seed)]
+
+
+def plan_split(split: str, items: Sequence[Any], count: int, seed: int) -> list[ShardTask]:
+    """``count`` shards of one split, each a contiguous range of the items shuffled with ``seed`` (none for no
+    items): what every converter's plan is made of, so its shards do not depend on the worker count."""
+    if not items:
+        return []
+    order = list(items)
+    random.Random(seed).shuffle(order)  # a fresh generator per split: each order depends on the seed alone
+    bounds = [index * len(order) // count for index in range(count + 1)]
+    return [ShardTask(shard_name(split, index, count), split, tuple(order[bounds[index]:bounds[index + 1]]))
+            for index in range(count)]
 
 
 def fingerprint(tasks: Sequence[ShardTask], texts: dict[str, str]) -> str:

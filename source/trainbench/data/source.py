@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainbench.data.record_schemas import RECORD_KINDS, RecordKind
 from trainbench.data.shards import MANIFEST, SHARD_NAME
 from trainbench.data.tfrecord_reader import count_records, parse_example, read_records
 from trainbench.errors import UsageError, os_reason
@@ -169,3 +170,27 @@ def num_classes(source: DataSource) -> int:
     if isinstance(declared, int) and declared > 0:
         return declared
     return _max_label(source.evaluation)
+
+
+# --- what the records are -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordFormat:
+    """The kind of a TFRecord folder's records and the settings a reader needs (``record_schemas``)."""
+
+    kind: RecordKind
+    settings: dict[str, int]  # seq_len, max_predictions_per_seq, block_len, vocab_size, ... (kind-specific)
+
+
+def record_format(source: DataSource) -> RecordFormat:
+    """The folder's record kind from its manifest (``"kind"`` and ``"settings"``, written by every converter); a
+    folder without them (the first manifest format, or no manifest) holds ImageNet records, as an image tree does."""
+    manifest = _manifest(source.folder) if source.kind == TFRECORDS else {}
+    kind = manifest.get("kind", "imagenet")
+    if kind not in RECORD_KINDS:
+        raise UsageError(f"{source.folder / MANIFEST}: unknown record kind {kind!r} (known: {', '.join(RECORD_KINDS)})")
+    settings = manifest.get("settings", {})
+    if not (isinstance(settings, dict) and all(isinstance(value, int) for value in settings.values())):
+        raise UsageError(f"{source.folder / MANIFEST}: 'settings' must map names to whole numbers")
+    return RecordFormat(kind, settings)

@@ -44,9 +44,10 @@ lint: lint-shell $(STAMP)
 
 # `make test`: lint, then every test (what CI's .ci/run calls). `make test-fast`: lint, then all but the tests marked
 # slow (end-to-end CLI runs and workers, ResNet-50, training, the adversarial table, real images): every module's
-# cheap tests in a few minutes while editing; run `make test` before handing work over.
+# cheap tests in a few minutes while editing; run `make test` before handing work over. `make test` ends with the
+# 25 slowest tests, so a CI log shows where its time goes.
 test: lint $(EXTRAP_STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 test-fast: lint $(EXTRAP_STAMP)
 	$(BIN)/python -m pytest -q -m "not slow"

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from trainbench.cli import data_coco_cmd
 from trainbench.cli.options import path_text, whole_number
 from trainbench.errors import EXIT_USAGE, UsageError
 
@@ -32,6 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _add_valprep(commands)
     _add_verify(commands)
     _add_synth(commands)
+    data_coco_cmd.add_parsers(commands)  # coco, synth-coco
 
 
 def _add_workers(parser: argparse.ArgumentParser) -> None:

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from trainbench.cli import data_text_cmd
 from trainbench.cli.options import path_text, whole_number
 from trainbench.errors import EXIT_USAGE, UsageError
 
@@ -32,6 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     _add_valprep(commands)
     _add_verify(commands)
     _add_synth(commands)
+    data_text_cmd.add_parsers(commands)  # text, translate, synth-text
 
 
 def _add_workers(parser: argparse.ArgumentParser) -> None:

@@ -176,9 +176,10 @@ def run_verify(args: argparse.Namespace) -> int:
     if report.problems:
         return EXIT_USAGE
     splits = ", ".join(f"{count:,} {split}" for split, count in report.records.items())
+    checked = report.checked or (f"labels 1..{report.num_classes}, every image "
+                                 f"{'a complete JPEG' if args.headers_only else 'decodes'} at its declared size")
     _say(f"ok: {report.shards} shards in {report.folder}, {sum(report.records.values()):,} records ({splits}), "
-          f"labels 1..{report.num_classes}, every image {'a complete JPEG' if args.headers_only else 'decodes'} "
-          "at its declared size")
+          f"{checked}")
     return 0
 
 

@@ -128,7 +128,6 @@ def _report(summary: TextSummary) -> int:
 
 def run_text(args: argparse.Namespace) -> int:
     from trainbench.data.text_convert import convert_text
-
     from trainbench.errors import UsageError
 
     if args.max_predictions and args.workload != "bert":

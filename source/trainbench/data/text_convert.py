@@ -30,7 +30,6 @@ from trainbench.data.parallel import WorkerDied, counter, default_workers, run_p
 from trainbench.data.progress import Progress
 from trainbench.data.record_schemas import GPT2_END_OF_TEXT
 from trainbench.data.shards import MANIFEST_FORMAT, TRAIN, Manifest, ShardResult, ShardTask, plan_split
-from trainbench.data.tfrecord_writer import write_shard
 from trainbench.data.text_corpus import Document, SentencePair, read_corpus, read_parallel, sentences
 from trainbench.data.text_records import (
     BertIds,
@@ -40,6 +39,7 @@ from trainbench.data.text_records import (
     gpt2_example,
     translation_example,
 )
+from trainbench.data.tfrecord_writer import write_shard
 from trainbench.data.vocab import DEFAULT_VOCAB_SIZE, TextKind, Vocabulary, from_files, load, train, word_ids
 from trainbench.errors import UsageError
 from trainbench.results.files import temporary_files

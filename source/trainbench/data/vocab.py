@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,30 +97,67 @@ def _prepare(tokenizer: Any, kind: TextKind) -> None:
 def train(kind: TextKind, texts: Iterable[str], vocab_size: int) -> Vocabulary:
     """A vocabulary of at most ``vocab_size`` tokens trained on ``texts`` (in their order), specials first."""
     _quiet()
+    if kind == "gpt2":
+        files = _train_byte_level(texts, vocab_size)
+    else:
+        files = {"vocab.txt": _train_wordpiece(kind, list(texts), vocab_size)}
+    return from_files(kind, files, "the trained vocabulary", vocab_size)
+
+
+def _train_byte_level(texts: Iterable[str], vocab_size: int) -> dict[str, bytes]:
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    if vocab_size < len(alphabet) + 1:
+        raise UsageError(f"--vocab-size {vocab_size}: byte-level BPE needs at least {len(alphabet) + 1} tokens "
+                         "(256 bytes and the end-of-text token)")
+    tokenizer = Tokenizer(models.BPE())
+    _prepare(tokenizer, "gpt2")
+    tokenizer.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=[GPT2_END_OF_TEXT], initial_alphabet=alphabet, show_progress=False))
+    with tempfile.TemporaryDirectory() as folder:
+        tokenizer.model.save(folder)
+        return {name: (Path(folder) / name).read_bytes() for name in VOCAB_FILES["gpt2"]}
+
+
+def _train_wordpiece(kind: TextKind, texts: list[str], vocab_size: int) -> bytes:
+    """WordPiece's vocab.txt, learnt by BPE over words marked at their start.
+
+    ``tokenizers``' own WordPieceTrainer is not deterministic: the ids it gives the ``##`` pieces come from a hash
+    map's order, and they break ties between merges of equal counts, so two runs can keep different tokens. Its BPE
+    trainer is, when every character is in the initial alphabet: words are marked with a leading ``▁`` instead
+    (``▁`` + piece: a word's first piece, any other piece: ``##`` + piece), and the alphabet (the most frequent
+    characters, ties by code point) is chosen here. Each character comes both ways (c and ##c), so no word is
+    [UNK] for want of a piece; the characters left out of the alphabet are [UNK].
+    """
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     specials = list(SPECIALS[kind])
-    trainer: Any
-    if kind == "gpt2":
-        tokenizer = Tokenizer(models.BPE())
-        alphabet = pre_tokenizers.ByteLevel.alphabet()
-        if vocab_size < len(alphabet) + len(specials):
-            raise UsageError(f"--vocab-size {vocab_size}: byte-level BPE needs at least {len(alphabet) + 1} "
-                             "tokens (256 bytes and the end-of-text token)")
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, initial_alphabet=alphabet,
-                                      show_progress=False)
-    else:
-        tokenizer = Tokenizer(models.WordPiece(unk_token=specials[1] if kind == "bert" else "<unk>"))
-        # Each character is in the vocabulary twice (c and ##c): at most a quarter of it goes to the alphabet, the
-        # rarer characters are [UNK], and the vocabulary never exceeds vocab_size.
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
-                                            limit_alphabet=max(1, (vocab_size - len(specials)) // 4))
+    marker = "\u2581"
+    tokenizer = Tokenizer(models.BPE())
     _prepare(tokenizer, kind)
-    tokenizer.train_from_iterator(texts, trainer)
-    with tempfile.TemporaryDirectory() as folder:
-        tokenizer.model.save(folder)
-        files = {name: (Path(folder) / name).read_bytes() for name in VOCAB_FILES[kind]}
-    return from_files(kind, files, "the trained vocabulary", vocab_size)
+    counts: Counter[str] = Counter()
+    for text in texts:
+        for word, _ in tokenizer.pre_tokenizer.pre_tokenize_str(tokenizer.normalizer.normalize_str(text)):
+            counts.update(word)
+    counts.pop(marker, None)
+    room = max(1, (vocab_size - len(specials)) // 4)  # at most half the vocabulary for the characters, both ways
+    alphabet = sorted(sorted(counts), key=lambda char: -counts[char])[:room]
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.BertPreTokenizer(),
+        pre_tokenizers.Metaspace(replacement=marker, prepend_scheme="always", split=False)])
+    tokenizer.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=vocab_size, initial_alphabet=[*alphabet, marker], limit_alphabet=len(alphabet) + 1,
+        show_progress=False))
+    learnt = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+    tokens = [*specials, *alphabet, *(f"##{char}" for char in alphabet)]
+    known = set(tokens)
+    for piece, _ in learnt:
+        token = piece[1:] if piece.startswith(marker) else f"##{piece}"
+        if token not in known and token not in ("", "##") and marker not in token:
+            tokens.append(token)
+            known.add(token)
+    return "".join(f"{token}\n" for token in tokens[:vocab_size]).encode()
 
 
 def load(kind: TextKind, path: Path) -> Vocabulary:

@@ -85,7 +85,8 @@ def read_corpus(paths: Sequence[Path], one_per_file: bool = False) -> Corpus:
     if not corpus.documents:
         reasons = "; ".join(f"{file}: {reason}" for file, reason in corpus.skipped[:3])
         more = f"; and {len(corpus.skipped) - 3} more" if len(corpus.skipped) > 3 else ""
-        raise UsageError(f"no text to convert in {len(corpus.skipped)} input file(s) ({reasons}{more})")
+        files = f"{len(corpus.skipped)} input file{'' if len(corpus.skipped) == 1 else 's'}"
+        raise UsageError(f"no text to convert in {files} ({reasons}{more})")
     return corpus
 
 

@@ -66,7 +66,7 @@ def test_an_unreadable_synset_names_file(data: Path) -> None:
     (["synth", "--output", "DATA/new", "--classes", "1", "--train-per-class", "1", "--size", "10x10"],
      ["WIDTHxHEIGHT"]),
     (["verify", "DATA/missing"], ["missing", "no such folder"]),
-    ([], ["required", "{convert,valprep,verify,synth}"]),
+    ([], ["required", "{convert,valprep,verify,synth,text,translate,synth-text,coco,synth-coco}"]),
 ])
 def test_bad_options_are_one_line(data: Path, args: list[str], fragments: list[str]) -> None:
     args = [arg.replace("DATA", str(data)) for arg in args]

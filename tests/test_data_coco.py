@@ -105,6 +105,9 @@ def test_the_shards_are_identical_for_one_and_two_workers(coco_set: Path, refere
     manifest = json.loads((tmp_path / "two" / MANIFEST).read_text())
     assert (manifest["kind"], manifest["settings"]) == ("coco", {"num_classes": 90})
     assert {entry["id"]: entry["name"] for entry in manifest["categories"]} == COCO_CATEGORIES
+    verified = run_cli("data", "verify", str(tmp_path / "two"))  # verify reads the kind and runs COCO's check
+    assert verified.returncode == 0, verified.stderr
+    assert "boxes inside [0, 1]" in verified.stdout
 
 
 class _Stopped(Exception):

@@ -1,4 +1,4 @@
-"""``trainbench data convert|valprep|verify|synth``: prepare ImageNet (or a generated stand-in) as TFRecords.
+"""``trainbench data ...``: prepare ImageNet, text corpora and COCO sets (or generated stand-ins) as TFRecords.
 
 Each subcommand prints one summary line on stdout; bad input is a UsageError (one line, exit 2). The data modules
 are imported when a subcommand runs, so the other commands do not pay for Pillow and numpy.
@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from trainbench.cli import data_coco_cmd
+from trainbench.cli import data_coco_cmd, data_text_cmd
 from trainbench.cli.options import path_text, whole_number
 from trainbench.errors import EXIT_USAGE, UsageError
 
@@ -26,13 +26,16 @@ def _size(text: str) -> tuple[int, int]:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add ``data`` and its subcommands to the project's CLI."""
-    parser = subparsers.add_parser("data", help="prepare ImageNet as TFRecords (convert, valprep, verify, synth)",
-                                   description="Prepare ImageNet, or a generated stand-in, as TFRecord shards.")
-    commands = parser.add_subparsers(dest="data_command", required=True, metavar="{convert,valprep,verify,synth}")
+    parser = subparsers.add_parser("data", help="prepare ImageNet, text corpora and COCO sets as TFRecords",
+                                   description="Prepare ImageNet, text corpora or COCO detection sets (or generated "
+                                               "stand-ins) as TFRecord shards in tf-models-official's schemas.")
+    commands = parser.add_subparsers(dest="data_command", required=True,
+                                     metavar="{convert,valprep,verify,synth,text,translate,synth-text,coco,synth-coco}")
     _add_convert(commands)
     _add_valprep(commands)
     _add_verify(commands)
     _add_synth(commands)
+    data_text_cmd.add_parsers(commands)  # text, translate, synth-text
     data_coco_cmd.add_parsers(commands)  # coco, synth-coco
 
 
@@ -176,9 +179,10 @@ def run_verify(args: argparse.Namespace) -> int:
     if report.problems:
         return EXIT_USAGE
     splits = ", ".join(f"{count:,} {split}" for split, count in report.records.items())
+    checked = report.checked or (f"labels 1..{report.num_classes}, every image "
+                                 f"{'a complete JPEG' if args.headers_only else 'decodes'} at its declared size")
     _say(f"ok: {report.shards} shards in {report.folder}, {sum(report.records.values()):,} records ({splits}), "
-          f"labels 1..{report.num_classes}, every image {'a complete JPEG' if args.headers_only else 'decodes'} "
-          "at its declared size")
+          f"{checked}")
     return 0
 
 

@@ -1,0 +1,267 @@
+"""``trainbench data text`` and ``data translate``: a text corpus into BERT, GPT-2 or Transformer TFRecord shards.
+
+Steps, as ``data convert``'s: read the corpus (``text_corpus``: skipped files listed), train the vocabulary (or read
+``--vocab``; ``vocab``), fix each shard's content (``shards.plan_split`` over the documents, or the sentence pairs),
+keep the shards a previous run of the same conversion finished and that are intact (``shards.Manifest``: the
+fingerprint covers the input files' contents, the options and the vocabulary), write the others in parallel, one
+shard per task, each with its own random generator seeded from the seed and the shard's name (``text_records``),
+and list the skipped files in ``skipped.csv``. The output is the same bytes whatever the worker count, and a
+stopped conversion rerun finishes with the bytes an uninterrupted one writes.
+
+A converted folder holds ``train-NNNNN-of-NNNNN`` shards, the vocabulary files (bert and translation
+``vocab.txt``; gpt2 ``vocab.json`` + ``merges.txt``), ``manifest.json`` (with ``"kind"`` and ``"settings"``, see
+``record_schemas``) and ``skipped.csv``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from trainbench.data.convert import SKIPPED_CSV, _output_folder, _write_skipped, remove_temporaries
+from trainbench.data.outputs import exclusive_folder
+from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
+from trainbench.data.progress import Progress
+from trainbench.data.record_schemas import GPT2_END_OF_TEXT
+from trainbench.data.shards import MANIFEST_FORMAT, TRAIN, Manifest, ShardResult, ShardTask, plan_split
+from trainbench.data.text_corpus import Document, SentencePair, read_corpus, read_parallel, sentences
+from trainbench.data.text_records import (
+    BertIds,
+    bert_example,
+    bert_instances,
+    gpt2_blocks,
+    gpt2_example,
+    translation_example,
+)
+from trainbench.data.tfrecord_writer import write_shard
+from trainbench.data.vocab import DEFAULT_VOCAB_SIZE, TextKind, Vocabulary, from_files, load, train, word_ids
+from trainbench.errors import UsageError
+from trainbench.results.files import temporary_files
+
+DEFAULT_SEED = 12345
+DEFAULT_SHARDS = 16  # fewer when the corpus has fewer documents (or sentence pairs)
+DEFAULT_MAX_LENGTH = 256  # the legacy Transformer's max_length
+_ALGORITHM = 1  # raised when the records of the same input and options change: older manifests are not resumed
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    kind: TextKind
+    inputs: tuple[Path, ...]  # text files or folders; for translation the source and the target file
+    output: Path
+    vocab: Path | None = None
+    vocab_size: int | None = None  # default: DEFAULT_VOCAB_SIZE[kind]
+    seq_len: int | None = None  # bert, gpt2; default: the workload's full default
+    max_predictions: int | None = None  # bert; default: workloads.bert.masked_count(seq_len)
+    max_length: int = DEFAULT_MAX_LENGTH  # translation
+    shards: int | None = None
+    one_per_file: bool = False
+    seed: int = DEFAULT_SEED
+    workers: int = field(default_factory=default_workers)
+    overwrite: bool = False
+
+
+@dataclass(frozen=True)
+class TextSummary:
+    output: Path
+    kind: TextKind
+    shards: int
+    resumed: int
+    redone: dict[str, str]
+    records: int  # in all the shards
+    documents: int  # documents (sentence pairs) read by this run
+    tokens: int  # token ids the tokenizer gave for them
+    filtered: int  # translation: pairs dropped (too long, or a side empty), in all the shards
+    skipped: int  # input files listed in skipped.csv
+    vocab_size: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class TextShardResult(ShardResult):
+    documents: int = 0
+    tokens: int = 0
+    filtered: int = 0
+
+
+def settings_of(options: TextOptions, vocabulary: Vocabulary) -> dict[str, int]:
+    """The manifest's "settings": what a reader of the records needs (``record_schemas``)."""
+    from trainbench import workloads
+    from trainbench.workloads.bert import masked_count
+
+    if options.kind == "translation":
+        return {"max_length": options.max_length, "vocab_size": vocabulary.size}
+    seq_len = options.seq_len or workloads.get(options.kind).params["seq_len"].default
+    if options.kind == "gpt2":
+        return {"seq_len": seq_len, "block_len": seq_len + 1, "vocab_size": vocabulary.size}
+    return {"seq_len": seq_len, "max_predictions_per_seq": options.max_predictions or masked_count(seq_len),
+            "vocab_size": vocabulary.size}
+
+
+def convert_text(options: TextOptions, stream: TextIO | None = None) -> TextSummary:
+    """Convert (or finish converting) the corpus; UsageError for bad input, before any shard is written."""
+    start = time.perf_counter()
+    items, skipped, digest, texts = _read(options)
+    vocabulary = load(options.kind, options.vocab) if options.vocab else \
+        train(options.kind, texts, options.vocab_size or DEFAULT_VOCAB_SIZE[options.kind])
+    settings = settings_of(options, vocabulary)
+    count = options.shards or min(DEFAULT_SHARDS, len(items))
+    if count > len(items):
+        raise UsageError(f"--shards {count} is more than the {len(items):,} "
+                         f"{'sentence pairs' if options.kind == 'translation' else 'documents'} of the corpus")
+    tasks = plan_split(TRAIN, items, count, options.seed)
+    output = _output_folder(options.output)
+    with exclusive_folder(output, "conversion"):
+        _remove_temporaries(output, vocabulary)
+        header = _header(options, settings, vocabulary, digest, count)
+        manifest = Manifest.open(output, header, (task.name for task in tasks), options.overwrite)
+        vocabulary.save(output)
+        todo = [task for task in tasks if task.name not in manifest.shards]
+        try:
+            _write_shards(_Settings(options.kind, output, vocabulary.files, settings, options.seed), manifest, todo,
+                          options.workers, stream)
+        finally:
+            _remove_temporaries(output, vocabulary)
+        _write_skipped(output / SKIPPED_CSV, skipped)
+    entries = [manifest.shards[task.name] for task in tasks]
+    done = [manifest.shards[task.name] for task in todo]
+    return TextSummary(
+        output=output, kind=options.kind, shards=len(tasks), resumed=len(tasks) - len(todo), redone=manifest.redone,
+        records=sum(entry["records"] for entry in entries), documents=sum(entry["documents"] for entry in done),
+        tokens=sum(entry["tokens"] for entry in done), filtered=sum(entry["filtered"] for entry in entries),
+        skipped=len(skipped), vocab_size=vocabulary.size, seconds=time.perf_counter() - start)
+
+
+def _read(options: TextOptions) -> tuple[list[Any], list[tuple[str, str]], str, Iterator[str]]:
+    """The items the shards are cut from, the skipped files, the input's digest and the vocabulary's training texts."""
+    if options.kind == "translation":
+        source, target = options.inputs
+        corpus = read_parallel(source, target)
+        texts = (text for pair in corpus.pairs for text in (pair.source, pair.target) if text)
+        return list(corpus.pairs), [], corpus.digest, texts
+    documents = read_corpus(options.inputs, options.one_per_file)
+    return documents.documents, documents.skipped, documents.digest, (doc.text for doc in documents.documents)
+
+
+def _remove_temporaries(output: Path, vocabulary: Vocabulary) -> None:
+    remove_temporaries(output)
+    for name in vocabulary.files:
+        for path in temporary_files(output / name):
+            path.unlink(missing_ok=True)
+
+
+def _header(options: TextOptions, settings: dict[str, int], vocabulary: Vocabulary, digest: str, count: int
+            ) -> dict[str, Any]:
+    decided = {"algorithm": _ALGORITHM, "kind": options.kind, "settings": settings, "seed": options.seed,
+               "shards": count, "one_per_file": options.one_per_file, "input": digest,
+               "vocabulary": {name: hashlib.sha256(content).hexdigest() for name, content in vocabulary.files.items()}}
+    return {"format": MANIFEST_FORMAT, "kind": options.kind, "settings": settings,
+            "fingerprint": hashlib.sha256(json.dumps(decided, sort_keys=True).encode()).hexdigest(),
+            "seed": options.seed, "shard_counts": {"train": count, "validation": 0},
+            "vocabulary": sorted(vocabulary.files), "special_tokens": vocabulary.specials}
+
+
+def _write_shards(settings: _Settings, manifest: Manifest, todo: list[ShardTask], workers: int,
+                  stream: TextIO | None) -> None:
+    done = counter()
+    total = sum(len(task.sources) for task in todo)
+    try:
+        with Progress("convert", total, done, stream):
+            for result in run_parallel(convert_text_shard, todo, workers, _init_worker, (settings, done)):
+                manifest.record(result)
+    except WorkerDied as death:
+        raise UsageError(f"{settings.output}: {death}; the {len(manifest.shards)} shards finished are kept: rerun "
+                         "the same command to resume") from None
+
+
+# --- in the worker processes -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Settings:
+    kind: TextKind
+    output: Path
+    vocabulary: dict[str, bytes]
+    settings: dict[str, int]
+    seed: int
+
+
+_settings: _Settings | None = None
+_vocabulary: Vocabulary | None = None
+_tokenizer: Any = None
+_done: Any = None
+
+
+def _init_worker(settings: _Settings, done: object) -> None:
+    global _settings, _vocabulary, _tokenizer, _done
+    _settings, _done = settings, done
+    _vocabulary = from_files(settings.kind, settings.vocabulary)
+    _tokenizer = _vocabulary.tokenizer()
+
+
+def convert_text_shard(task: ShardTask) -> TextShardResult:
+    """Write one shard of the plan; its content depends on the plan, the seed and the vocabulary alone."""
+    assert _settings is not None and _vocabulary is not None, "_init_worker sets up each worker"
+    rng = random.Random(f"{_settings.seed}/{task.name}")
+    builder = _ShardBuilder(_settings, _vocabulary, rng)
+    written = write_shard(_settings.output / task.name, builder.payloads(task.sources))
+    return TextShardResult(task.name, task.split, written.records, written.bytes, written.sha256, 0, [],
+                           documents=len(task.sources), tokens=builder.tokens, filtered=builder.filtered)
+
+
+class _ShardBuilder:
+    def __init__(self, settings: _Settings, vocabulary: Vocabulary, rng: random.Random) -> None:
+        self.settings = settings.settings
+        self.kind = settings.kind
+        self.vocabulary = vocabulary
+        self.rng = rng
+        self.tokens = 0
+        self.filtered = 0
+
+    def _encode(self, texts: Sequence[str]) -> list[list[int]]:
+        ids = [encoding.ids for encoding in _tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+        self.tokens += sum(map(len, ids))
+        with _done.get_lock():
+            _done.value += len(texts) // (2 if self.kind == "translation" else 1)
+        return ids
+
+    def payloads(self, sources: tuple[Any, ...]) -> Iterator[bytes]:
+        if self.kind == "bert":
+            return self._bert(sources)
+        if self.kind == "gpt2":
+            return self._gpt2(sources)
+        return self._translation(sources)
+
+    def _bert(self, documents: tuple[Document, ...]) -> Iterator[bytes]:
+        tokenised = []
+        for document in documents:
+            parts = [ids for ids in self._encode(sentences(document.text)) if ids]
+            if parts:
+                tokenised.append(parts)
+        specials = self.vocabulary.specials
+        ids = BertIds(specials["[CLS]"], specials["[SEP]"], specials["[MASK]"], word_ids(self.vocabulary))
+        seq_len, most = self.settings["seq_len"], self.settings["max_predictions_per_seq"]
+        for instance in bert_instances(tokenised, seq_len, most, ids, self.rng) if tokenised else ():
+            yield bert_example(instance, seq_len, most)
+
+    def _gpt2(self, documents: tuple[Document, ...]) -> Iterator[bytes]:
+        ids = self._encode([document.text for document in documents])
+        end = self.vocabulary.specials[GPT2_END_OF_TEXT]
+        yield from map(gpt2_example, gpt2_blocks(ids, end, self.settings["block_len"]))
+
+    def _translation(self, pairs: tuple[SentencePair, ...]) -> Iterator[bytes]:
+        usable = [pair for pair in pairs if pair.source and pair.target]
+        self.filtered += len(pairs) - len(usable)
+        ids = self._encode([text for pair in usable for text in (pair.source, pair.target)])
+        for source, target in zip(ids[::2], ids[1::2], strict=True):
+            example = translation_example(source, target, self.settings["max_length"])
+            if example is None:
+                self.filtered += 1
+            else:
+                yield example

@@ -99,12 +99,18 @@ def test_batch_from_features_gives_the_synthetic_structure_and_the_loss_accepts_
     loss = float(builder.loss(network, batch, 0.0))
     assert math.isfinite(loss) and loss > 0
     if workload == "retinanet":  # the records' boxes matched anchors: some positive anchors
-        inputs, labels = batch
+        _, labels = batch
         assert any(int(tf.reduce_sum(tf.cast(targets > 0, tf.int32))) for targets in labels["cls_targets"].values())
 
 
 def test_tf_batches_names_a_corrupt_shard_and_refuses_another_workloads_records(tmp_path: Path) -> None:
+    from trainbench.config import TrainConfig
+    from trainbench.engines.tf_engine import ENGINE
+
     folder = write_records(tmp_path / "bert", "bert", records=8, shards=1)
+    bert = ModelConfig(framework="tf", workload="bert", size="tiny", device="cpu")
+    with pytest.raises(UsageError, match="trains on ImageNet records only for now, not bert records"):
+        ENGINE.make_trainer(TrainConfig(bert, data=str(folder), batch_size=2, epochs=1, decay_epochs=()))
     [shard] = folder.glob("train-*")
     shard.write_bytes(shard.read_bytes()[:-20])
     with pytest.raises(UsageError, match=shard.name):

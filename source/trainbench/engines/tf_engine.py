@@ -393,10 +393,6 @@ class _Trainer:
         """The training and evaluation input, distributed over the replicas, and the step counts they give: the
         data folder's TFRecords, else the learnable synthetic set."""
         source = tfrecords_only(open_source(config.data)) if config.data is not None else None
-        if source and (kind := record_format(source).kind) != "imagenet":
-            # The text and detection records feed the throughput runner only (input_batches.tf_training_dataset).
-            raise UsageError(f"train --data: TensorFlow trains on ImageNet records only for now, not {kind} records; "
-                             f"measure the pipeline with 'throughput --workload {config.model.workload} --data'")
         self._files = (*source.train, *source.evaluation) if source else ()  # named when a record is corrupt
         train_count = record_count(source.train) if source else config.synthetic_train_examples
         eval_count = record_count(source.evaluation) if source else config.synthetic_eval_examples
@@ -551,6 +547,11 @@ class TensorFlowEngine:
     def make_trainer(self, config: TrainConfig) -> _Trainer:
         if problem := config.model.spec.train_problem():
             raise UsageError(problem)
+        if config.data is not None and (kind := record_format(tfrecords_only(open_source(config.data))).kind) != (
+                "imagenet"):
+            # The text and detection records feed the throughput runner only (input_batches.tf_training_dataset).
+            raise UsageError(f"train --data: TensorFlow trains on ImageNet records only for now, not {kind} records; "
+                             f"measure the pipeline with 'throughput --workload {config.model.workload} --data'")
         return _Trainer(config)
 
 

@@ -8,10 +8,16 @@ process must never import torch's, nor the other way round).
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from trainbench.data.source import DataSource, tfrecords_only
+from trainbench import workloads
+from trainbench.config import ModelConfig
+from trainbench.data.record_schemas import WORKLOAD_KINDS
+from trainbench.data.source import DataSource, RecordFormat, record_format, tfrecords_only
 from trainbench.errors import UsageError
+
+if TYPE_CHECKING:
+    from trainbench.engines.tf_workloads import TfRecordBuilder
 
 Batches = Generator[Any, None, None]  # a generator: closing it stops the pipeline's workers now
 
@@ -23,14 +29,58 @@ class InputBatches(Protocol):
         ``workers``: the pipeline's parallelism (None: all cores); ``loader``: where images are decoded."""
 
 
-def tf_batches(source: DataSource, batch_size: int, image_size: int, seed: int, workers: int | None,
-               loader: str) -> Batches:
-    """tf.data over the TFRecords (``loader`` has one value for TensorFlow); ``workers``: its threads."""
-    files = tfrecords_only(source).train  # before TensorFlow is imported: seconds saved on a refusal
-    from trainbench.data import tf_pipeline
+def tf_training_dataset(source: DataSource, model: ModelConfig, batch_size: int, threads: int | None = None) -> Any:
+    """The tf.data training input of ``model`` over the folder's shards: ImageNet through ``tf_pipeline``, the
+    other record kinds through ``tf_records`` made into the builder's (inputs, targets) by its
+    ``batch_from_features`` inside the pipeline. A folder of another kind than the workload reads is refused."""
+    files = tfrecords_only(source).train
+    fmt = record_format(source)
+    expected = WORKLOAD_KINDS[model.workload]
+    if fmt.kind != expected:
+        raise UsageError(f"{source.folder}: holds {fmt.kind} records; --workload {model.workload} reads {expected} "
+                         "records")
+    if fmt.kind == "imagenet":
+        from trainbench.data import tf_pipeline
 
-    dataset = tf_pipeline.training_dataset(files, batch_size, image_size, seed, threads=workers)
-    with tf_pipeline.naming_corrupt_shard(files):
+        return tf_pipeline.training_dataset(files, batch_size, model.param("image_size"), model.seed, threads)
+    from trainbench.engines.base import builder_of  # here: base imports capabilities, which imports this module
+
+    # The builder first: its package sets TF_USE_LEGACY_KERAS before TensorFlow is imported.
+    builder: TfRecordBuilder | None = builder_of(model) if "tf" in model.spec.builders else None
+    from trainbench.data import tf_records
+
+    params = model.params()
+    features = tf_records.training_dataset(
+        files, fmt, batch_size, model.seed, seq_len=params.get("seq_len"), image_size=params.get("image_size"),
+        num_classes=params.get("num_classes"), threads=threads)
+    if builder is None:  # GPT-2: no TensorFlow model; its input alone is the parsed blocks
+        return features
+    return tf_records.mapped(features, lambda batch: builder.batch_from_features(batch, model))
+
+
+def _reader_model(fmt: RecordFormat, image_size: int, seq_len: int | None, seed: int) -> ModelConfig:
+    """The model whose input a folder of this kind feeds, at the shape settings of the input benchmark: the given
+    image size, and the given sequence length or else the records' own."""
+    workload = next(name for name, kind in WORKLOAD_KINDS.items() if kind == fmt.kind)
+    params = workloads.get(workload).params
+    if "seq_len" in params and seq_len is None:
+        seq_len = fmt.settings.get("seq_len", fmt.settings.get("max_length"))
+    return ModelConfig(framework="tf" if "tf" in workloads.get(workload).builders else "torch", workload=workload,
+                       image_size=image_size if "image_size" in params else None,
+                       seq_len=seq_len if "seq_len" in params else None, seed=seed)
+
+
+def tf_batches(source: DataSource, batch_size: int, image_size: int, seed: int, workers: int | None,
+               loader: str, seq_len: int | None = None) -> Batches:
+    """tf.data over the TFRecords (``loader`` has one value for TensorFlow); ``workers``: its threads. Every record
+    kind: the batches the engine trains from (RetinaNet's anchors labelled, text padded), see
+    ``tf_training_dataset``; ``seq_len``: the run's tokens per sequence (None: the records' own)."""
+    files = tfrecords_only(source).train  # before TensorFlow is imported: seconds saved on a refusal
+    model = _reader_model(record_format(source), image_size, seq_len, seed)
+    dataset = tf_training_dataset(source, model, batch_size, threads=workers)
+    from trainbench.data.tf_pipeline import naming_corrupt_shard
+
+    with naming_corrupt_shard(files):
         yield from dataset
 
 

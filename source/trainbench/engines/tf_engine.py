@@ -38,7 +38,7 @@ import importlib.metadata
 import math
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -54,10 +54,11 @@ import tf_keras
 
 from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
 from trainbench.data import tf_pipeline
-from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
+from trainbench.data.source import DataSource, open_source, record_count, record_format, tfrecords_only
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
 from trainbench.engines.base import CHECKPOINTS_KEPT, Batch, Span, builder_of, steps_for, synthetic_split
 from trainbench.engines.capabilities import TENSORFLOW
+from trainbench.engines.input_batches import tf_training_dataset
 from trainbench.engines.tf_distribute import make_strategy, world_record
 from trainbench.engines.tf_workloads import TfSequenceBuilder, TfWorkloadBuilder
 from trainbench.errors import UsageError
@@ -225,10 +226,12 @@ def train_flops_per_sample(parts: _Parts, model: ModelConfig) -> float:
 # --- benchmark runner ---------------------------------------------------------------------------------------
 
 
-def _data_step(parts: _Parts, model: ModelConfig, files: Sequence[Path]) -> Callable[[], None]:
-    """A step that takes the input pipeline's next batch: the pipeline is then part of the measured step."""
+def _data_step(parts: _Parts, model: ModelConfig, source: DataSource) -> Callable[[], None]:
+    """A step that takes the input pipeline's next batch: the pipeline is then part of the measured step. Every
+    workload's records (``input_batches.tf_training_dataset``): ImageNet's, or the text and detection kinds."""
     strategy, replica_step = parts.strategy, parts.replica_step
-    dataset = tf_pipeline.training_dataset(files, parts.global_batch, model.param("image_size"), model.seed)
+    files = source.train
+    dataset = tf_training_dataset(source, model, parts.global_batch)
     iterator = iter(strategy.experimental_distribute_dataset(dataset))
 
     @tf.function
@@ -258,7 +261,7 @@ class _Runner:
         self._strategy = parts.strategy
         self._count_flops(parts, model)
         if data is not None:
-            self._step = _data_step(parts, model, tfrecords_only(open_source(data)).train)
+            self._step = _data_step(parts, model, tfrecords_only(open_source(data)))
             return
         strategy, builder = parts.strategy, parts.builder
 
@@ -544,6 +547,11 @@ class TensorFlowEngine:
     def make_trainer(self, config: TrainConfig) -> _Trainer:
         if problem := config.model.spec.train_problem():
             raise UsageError(problem)
+        if config.data is not None and (kind := record_format(tfrecords_only(open_source(config.data))).kind) != (
+                "imagenet"):
+            # The text and detection records feed the throughput runner only (input_batches.tf_training_dataset).
+            raise UsageError(f"train --data: TensorFlow trains on ImageNet records only for now, not {kind} records; "
+                             f"measure the pipeline with 'throughput --workload {config.model.workload} --data'")
         return _Trainer(config)
 
 

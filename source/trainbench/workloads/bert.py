@@ -31,6 +31,7 @@ BERT = register(Workload(
                 "tf": "tf-models-official official.nlp.modeling BertEncoderV2 + BertPretrainerV2"},
     builders={"torch": "trainbench.engines.torch_workloads.bert",
               "tf": "trainbench.engines.tf_workloads.bert"},
+    data=frozenset({"tf"}),  # --data: its converted records (data.tf_records)
     tokens_param="seq_len",
     unsupported={"channels_last": "it has no image tensors"},
     published_parameters=110e6,

@@ -25,6 +25,7 @@ RETINANET = register(Workload(
     # graph cannot capture that (unverified on a GPU; refused rather than left to fail in the worker).
     unsupported={"cuda_graph": "torchvision's anchor matching has data-dependent shapes, which a CUDA graph cannot "
                                "capture"},
+    data=frozenset({"tf"}),  # --data: its converted records (data.tf_records)
     untrainable="no learnable synthetic detection set yet (real detection data is issue 29)",
     published_parameters=34e6,
     # Trainable batch norm in the backbone (torchvision's factory freezes it: 34,014,999); TF's heads differ slightly.

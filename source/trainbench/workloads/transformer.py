@@ -21,6 +21,7 @@ TRANSFORMER = register(Workload(
                 "tf": "tf-models-official official.legacy.transformer (base params)"},
     builders={"torch": "trainbench.engines.torch_workloads.transformer",
               "tf": "trainbench.engines.tf_workloads.transformer"},
+    data=frozenset({"tf"}),  # --data: its converted records (data.tf_records)
     tokens_param="seq_len",
     token_streams=2,  # a sentence pair: tokens/s counts source and target tokens
     unsupported={"channels_last": "it has no image tensors"},

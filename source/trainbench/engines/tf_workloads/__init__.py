@@ -2,7 +2,8 @@
 
 Each module defines ``BUILDER``: engines/base.WorkloadBuilder (build, synthetic_batch, loss) plus ``decayed``, the
 variables the engine's weight-decay penalty covers, and ``eval_outputs``, what the trainer's evaluation reads. The
-sequence workloads' builders also make training batches from learnable token sequences (``batch_from_tokens``).
+sequence workloads' builders also make training batches from learnable token sequences (``batch_from_tokens``),
+and those of BERT, the Transformer and RetinaNet from their converted records (``batch_from_features``).
 tf_engine imports a builder only in a worker, inside its strategy scope and precision policy; the builder knows the
 network, the engine the step machinery.
 """
@@ -40,6 +41,14 @@ class TfSequenceBuilder(TfWorkloadBuilder, Protocol):
     def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: Any, seed: int) -> Batch:
         """``synthetic_batch``'s format built from these sequences (int64 [B, seq_len], no token 0) instead of random
         ids, on the device; whatever else it draws (masked positions) is seeded per example by (seed, row)."""
+
+
+class TfRecordBuilder(TfWorkloadBuilder, Protocol):
+    """A workload's builder that trains on its converted records (``--data``; ResNet-50's ImageNet aside)."""
+
+    def batch_from_features(self, features: dict[str, Any], model: ModelConfig) -> Batch:
+        """``synthetic_batch``'s structure from a batch of parsed records (``data.tf_records.training_dataset``);
+        called inside the tf.data pipeline (graph mode), so TensorFlow ops only."""
 
 
 def matrices(network: Any) -> list[Any]:

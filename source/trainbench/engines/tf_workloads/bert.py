@@ -11,6 +11,9 @@ averaged over the weighted masked positions plus the next-sentence cross-entropy
 Trained end to end on learnable sequences (``data.synthetic``): 15 % of each sequence's positions (never the first,
 BERT's [CLS] place) are replaced by [MASK] and predicted from their neighbours; the second segment always continues
 the first, so every next-sentence label is "is next" (0).
+
+With real data (``--data``: bert records, ``data.tf_records``), ``batch_from_features`` feeds the records' own
+masking (at most ``max_predictions_per_seq`` positions, padded with weight 0) and next-sentence labels.
 """
 
 from __future__ import annotations
@@ -127,6 +130,22 @@ class BertBuilder:
                 "next_sentence_labels": tf.fill((rows,), IS_NEXT),
             }
             return inputs, labels
+
+    def batch_from_features(self, features: dict[str, tf.Tensor], model: ModelConfig) -> Batch:
+        """synthetic_batch's format from a batch of bert records (``data.tf_records``): the records' own masked
+        positions, ids and weights (0.0 on the padding positions) and next-sentence labels."""
+        inputs = {
+            "input_word_ids": features["input_ids"],
+            "input_mask": features["input_mask"],
+            "input_type_ids": features["segment_ids"],
+            "masked_lm_positions": features["masked_lm_positions"],
+        }
+        targets = {
+            "masked_lm_ids": features["masked_lm_ids"],
+            "masked_lm_weights": tf.cast(features["masked_lm_weights"], tf.float32),
+            "next_sentence_labels": tf.reshape(features["next_sentence_labels"], [-1]),
+        }
+        return inputs, targets
 
     def loss(self, network: tf_keras.Model, batch: Batch, smoothing: float) -> tf.Tensor:
         """MaskedLMTask.build_losses (without its metrics); BERT pre-training has no label smoothing."""

@@ -10,7 +10,9 @@ decay covers its kernels.
 Targets: as in the task's input pipeline (``retinanet_input.Parser``), each image's boxes are assigned to anchors by
 ``anchor.AnchorLabeler`` (IoU 0.5 match, box targets encoded against the anchors), once, when the synthetic
 batch is made: the reference labels anchors in the input pipeline, not in the training step, so the step timed
-here is the reference's step. The boxes are random, ``boxes_per_image`` per image, inside the image.
+here is the reference's step. The boxes are random, ``boxes_per_image`` per image, inside the image. With real
+data (``--data``: coco records, ``data.tf_records``), ``batch_from_features`` labels every batch's boxes the same
+way inside the tf.data pipeline, in its threads.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from official.vision.ops import anchor
 from official.vision.tasks import retinanet as retinanet_task
 
 from trainbench.config import ModelConfig
+from trainbench.data.tf_records import PADDING_CLASS
 from trainbench.engines.base import Batch
 from trainbench.engines.tf_workloads import matrices
 
@@ -58,6 +61,12 @@ def random_boxes(count: int, size: int, seed: int) -> tf.Tensor:
     return tf.concat([corners, corners + sides], axis=1)
 
 
+def anchors(size: int) -> tuple[dict[str, tf.Tensor], anchor.AnchorLabeler]:
+    """The official config's anchors on a size x size input, and the task's labeler (IoU 0.5 match)."""
+    generator = anchor.build_anchor_generator(MIN_LEVEL, MAX_LEVEL, NUM_SCALES, list(ASPECT_RATIOS), ANCHOR_SIZE)
+    return generator(image_size=(size, size)), anchor.AnchorLabeler(match_threshold=0.5, unmatched_threshold=0.5)
+
+
 class RetinaNetBuilder:
     def __init__(self) -> None:
         # network -> its task (for build_losses): a tf.Module, so not set on the Keras model (it would be tracked
@@ -74,9 +83,7 @@ class RetinaNetBuilder:
     def synthetic_batch(self, model: ModelConfig, batch_size: int, device: Any, seed: int) -> Batch:
         size = model.param("image_size")
         boxes_per_image = model.spec.dims(model.size)["boxes_per_image"]
-        generator = anchor.build_anchor_generator(MIN_LEVEL, MAX_LEVEL, NUM_SCALES, list(ASPECT_RATIOS), ANCHOR_SIZE)
-        anchor_boxes = generator(image_size=(size, size))
-        labeler = anchor.AnchorLabeler(match_threshold=0.5, unmatched_threshold=0.5)
+        anchor_boxes, labeler = anchors(size)
         with tf.device(device):
             images = tf.random.normal((batch_size, size, size, 3), seed=seed)
             per_image = []
@@ -90,6 +97,28 @@ class RetinaNetBuilder:
                                   "cls_weights": cls_weights, "box_weights": box_weights})
             labels = tf.nest.map_structure(lambda *parts: tf.stack(parts), *per_image)
             return images, labels
+
+    def batch_from_features(self, features: dict[str, tf.Tensor], model: ModelConfig) -> Batch:
+        """synthetic_batch's (images, labels) from a batch of coco records (``data.tf_records``: images, pixel boxes
+        padded with class -1): each image's real boxes labelled against the anchors, as the task's Parser does."""
+        anchor_boxes, labeler = anchors(model.param("image_size"))
+
+        def label(example: tuple[tf.Tensor, tf.Tensor]) -> dict[str, Any]:
+            boxes, classes = example
+            real = classes != PADDING_CLASS
+            cls_targets, box_targets, _, cls_weights, box_weights = labeler.label_anchors(
+                anchor_boxes, tf.boolean_mask(boxes, real), tf.expand_dims(tf.boolean_mask(classes, real), 1))
+            return {"cls_targets": dict(cls_targets), "box_targets": dict(box_targets), "cls_weights": cls_weights,
+                    "box_weights": box_weights}
+
+        per_location = {level: [*boxes.shape[:2], boxes.shape[2] // 4] for level, boxes in anchor_boxes.items()}
+        count = sum(height * width * per_cell for height, width, per_cell in per_location.values())
+        signature = {
+            "cls_targets": {level: tf.TensorSpec(shape, tf.int32) for level, shape in per_location.items()},
+            "box_targets": {level: tf.TensorSpec(boxes.shape, tf.float32) for level, boxes in anchor_boxes.items()},
+            "cls_weights": tf.TensorSpec([count], tf.float32), "box_weights": tf.TensorSpec([count], tf.float32)}
+        labels = tf.map_fn(label, (features["boxes"], features["classes"]), fn_output_signature=signature)
+        return features["image"], labels
 
     def loss(self, network: tf_keras.Model, batch: Batch, smoothing: float) -> tf.Tensor:
         """The task's total loss (focal + 50 x Huber); detection has no label smoothing."""

@@ -5,7 +5,8 @@
 output projection, sinusoidal positions, pre-norm layers (layer norm before each sublayer, one more after each
 stack) with dropout 0.1. The loss is the reference's ``metrics.transformer_loss``: label-smoothed cross-entropy
 over the target tokens (minus its lowest possible value, as the reference logs it), padding (id 0) excluded; the
-synthetic sentences hold no padding.
+synthetic sentences hold no padding, real ones (``--data``: translation records, ``batch_from_features``) are
+padded to seq_len.
 
 Trained end to end on learnable sequences (``data.synthetic``): the source is the sequence, the target its
 ``translated`` form (every token moved up by one), so the loss falls when the network learns to translate.
@@ -58,6 +59,11 @@ class TransformerBuilder:
         vocab = model.spec.dims(model.size)["vocab"]
         with tf.device(device):
             return tf.constant(tokens, tf.int32), tf.constant(translated(tokens, vocab), tf.int32)
+
+    def batch_from_features(self, features: dict[str, tf.Tensor], model: ModelConfig) -> Batch:
+        """(source ids, target ids) from a batch of translation records (``data.tf_records``: padded with id 0 to
+        seq_len, which the loss leaves out)."""
+        return features["inputs"], features["targets"]
 
     def loss(self, network: tf_keras.Model, batch: Batch, smoothing: float) -> tf.Tensor:
         source, target = batch

@@ -32,12 +32,11 @@ from trainbench.data.imagefiles import SIGNATURE_BYTES, SkipImage, check_signatu
 from trainbench.data.outputs import exclusive_folder, printable
 from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
-from trainbench.data.shards import TRAIN, VALIDATION, Manifest, ShardResult, ShardTask, plan_split
+from trainbench.data.shards import KIND_MANIFEST_FORMAT, TRAIN, VALIDATION, Manifest, ShardResult, ShardTask, plan_split
 from trainbench.data.tfrecord_writer import write_shard
 from trainbench.errors import UsageError, os_reason
 from trainbench.results.files import write_text_atomic
 
-MANIFEST_FORMAT = "trainbench-tfrecords/2"  # the first format plus "kind" and "settings"
 DEFAULT_SEED = 12345
 DEFAULT_SHARDS = 32  # create_coco_tf_record.py's default --num_shards
 DEFAULT_VALIDATION_SHARDS = 4
@@ -130,7 +129,7 @@ def _fingerprint(coco: CocoSet, tasks: list[ShardTask], options: CocoOptions) ->
 
 def _header(coco: CocoSet, tasks: list[ShardTask], options: CocoOptions) -> dict:
     counts = {split: sum(task.split == split for task in tasks) for split in (TRAIN, VALIDATION)}
-    return {"format": MANIFEST_FORMAT, "kind": "coco", "settings": {"num_classes": coco.num_classes},
+    return {"format": KIND_MANIFEST_FORMAT, "kind": "coco", "settings": {"num_classes": coco.num_classes},
             "fingerprint": _fingerprint(coco, tasks, options), "seed": options.seed,
             "validation_fraction": options.validation_fraction, "shard_counts": counts,
             "categories": [{"id": key, "name": name} for key, name in coco.categories.items()]}

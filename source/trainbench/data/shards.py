@@ -26,7 +26,8 @@ from trainbench.errors import UsageError, os_reason
 from trainbench.results.files import write_text_atomic
 
 MANIFEST = "manifest.json"
-MANIFEST_FORMAT = "trainbench-tfrecords/1"
+MANIFEST_FORMAT = "trainbench-tfrecords/1"  # ImageNet's, which names no kind
+KIND_MANIFEST_FORMAT = "trainbench-tfrecords/2"  # the first format plus "kind" and "settings" (record_schemas)
 TRAIN, VALIDATION = "train", "validation"
 SHARD_NAME = re.compile(r"(train|validation)-(\d{5})-of-(\d{5})")  # temporary and hidden files never match
 MAX_SHARDS = 99_999  # five digits in the names

@@ -29,7 +29,7 @@ from trainbench.data.outputs import exclusive_folder
 from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
 from trainbench.data.record_schemas import GPT2_END_OF_TEXT
-from trainbench.data.shards import MANIFEST_FORMAT, TRAIN, Manifest, ShardResult, ShardTask, plan_split
+from trainbench.data.shards import KIND_MANIFEST_FORMAT, TRAIN, Manifest, ShardResult, ShardTask, plan_split
 from trainbench.data.text_corpus import Document, SentencePair, read_corpus, read_parallel, sentences
 from trainbench.data.text_records import (
     BertIds,
@@ -161,7 +161,7 @@ def _header(options: TextOptions, settings: dict[str, int], vocabulary: Vocabula
     decided = {"algorithm": _ALGORITHM, "kind": options.kind, "settings": settings, "seed": options.seed,
                "shards": count, "one_per_file": options.one_per_file, "input": digest,
                "vocabulary": {name: hashlib.sha256(content).hexdigest() for name, content in vocabulary.files.items()}}
-    return {"format": MANIFEST_FORMAT, "kind": options.kind, "settings": settings,
+    return {"format": KIND_MANIFEST_FORMAT, "kind": options.kind, "settings": settings,
             "fingerprint": hashlib.sha256(json.dumps(decided, sort_keys=True).encode()).hexdigest(),
             "seed": options.seed, "shard_counts": {"train": count, "validation": 0},
             "vocabulary": sorted(vocabulary.files), "special_tokens": vocabulary.specials}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trainbench.config import FRAMEWORKS, Framework, LaunchConfig, Loader, check_choice
-from trainbench.engines.input_batches import InputBatches, tf_batches, torch_batches
+from trainbench.engines.input_batches import InputBatches, RecordBatches, tf_batches, torch_batches
 from trainbench.engines.launchers import no_launcher, torchrun
 
 # How a process reaches cudaProfilerStart/Stop and NVTX (trainbench.profile.markers): through the framework's own
@@ -33,6 +33,9 @@ class Capabilities:
     markers: MarkersApi  # how its processes tell an external profiler where the window is
     loaders: tuple[Loader, ...]  # the --loader choices its input pipeline offers
     input_batches: InputBatches  # its training input pipeline alone (trainbench.bench.input_bench)
+    # The same for converted text and detection records (any kind but ImageNet's), given the sequence length
+    # translation pairs are padded to; None: it reads no such records yet.
+    record_batches: RecordBatches | None = None
 
 
 TENSORFLOW = Capabilities(
@@ -50,6 +53,7 @@ TORCH = Capabilities(
     markers="torch.cuda",
     loaders=("cpu", "gpu"),
     input_batches=torch_batches,
+    record_batches=torch_batches,
 )
 _BY_FRAMEWORK: dict[str, Capabilities] = {capabilities.framework: capabilities for capabilities in (TENSORFLOW, TORCH)}
 

@@ -33,6 +33,7 @@ BERT = register(Workload(
               "tf": "trainbench.engines.tf_workloads.bert"},
     tokens_param="seq_len",
     unsupported={"channels_last": "it has no image tensors"},
+    data=frozenset({"torch"}),  # converted records (trainbench data ...), read by data.torch_records
     published_parameters=110e6,
     parameters={"torch": 110_106_428, "tf": 110_106_428},
 ))

@@ -26,6 +26,7 @@ RETINANET = register(Workload(
     unsupported={"cuda_graph": "torchvision's anchor matching has data-dependent shapes, which a CUDA graph cannot "
                                "capture"},
     untrainable="no learnable synthetic detection set yet (real detection data is issue 29)",
+    data=frozenset({"torch"}),  # converted records (trainbench data ...), read by data.torch_records
     published_parameters=34e6,
     # Trainable batch norm in the backbone (torchvision's factory freezes it: 34,014,999); TF's heads differ slightly.
     parameters={"torch": 34_068_119, "tf": 34_091_159},

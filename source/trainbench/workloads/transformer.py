@@ -24,6 +24,7 @@ TRANSFORMER = register(Workload(
     tokens_param="seq_len",
     token_streams=2,  # a sentence pair: tokens/s counts source and target tokens
     unsupported={"channels_last": "it has no image tensors"},
+    data=frozenset({"torch"}),  # converted records (trainbench data ...), read by data.torch_records
     published_parameters=61e6,
     # torch - tf = 36,864: nn.Transformer's attention projection biases, which TF's reference does not have.
     parameters={"torch": 61_399_040, "tf": 61_362_176},

@@ -44,7 +44,7 @@ def _array(name: str, key: str, feature: Feature, values: list, settings: Mappin
     expected = _PYTHON_TYPES[feature.type]
     # bool is an int: never in a parsed Example, but a float list may hold ints only if it is not one
     if not all(type(value) is expected for value in values):
-        raise DataError(f"{name}: feature {key!r} is not a {feature.type} list")
+        raise DataError(f"{name}: feature {key!r} holds values that are not {feature.type}")
     size = feature.size(settings)
     if size is not None and len(values) != size:
         raise DataError(f"{name}: feature {key!r} has {len(values)} values, the folder's records {size}")

@@ -84,8 +84,10 @@ def bench_from_args(args: argparse.Namespace) -> InputBench:
     model = workload_problem(args)
     bench = InputBench(args.framework, args.data, args.batch_size, args.image_size, args.warmup, args.steps,
                        args.workers, args.seed, args.loader, model.workload, args.seq_len)
-    seq_len = with_data(model, args.data).seq_len
-    return dataclasses.replace(bench, data=str(existing_data_dir(bench.data)), seq_len=seq_len)
+    bench = dataclasses.replace(bench, data=str(existing_data_dir(bench.data)))
+    if model.workload == "resnet50":  # ImageNet's pipeline reads images of any folder; it has no other setting
+        return bench
+    return dataclasses.replace(bench, seq_len=with_data(model, bench.data).seq_len)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -228,7 +228,8 @@ def test_throughput_on_records_reports_the_input_bound_verdict(folders: dict[str
                      "--size", "tiny", "--framework", "torch", "--batch-sizes", "1", "--warmup", "0", "--steps", "1",
                      "--output", str(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
-    summary = json.loads((Path(result.stdout.strip().splitlines()[-1]) / "summary.json").read_text())
+    run_dir = Path(result.stdout.strip().splitlines()[-1])
+    summary = json.loads((run_dir / "summary.json").read_text())
     [entry] = summary["results"]
     assert entry["status"] == "ok", entry["error"]
     assert entry["input_samples_per_sec"] > 0
@@ -236,7 +237,8 @@ def test_throughput_on_records_reports_the_input_bound_verdict(folders: dict[str
     if kind == "coco":
         assert summary["model"]["num_classes"] == TINY_SETTINGS["coco"]["num_classes"] + 1  # with the background
     else:
-        assert "tokens/s" in result.stdout.split("input pipeline alone")[1].splitlines()[0]
+        log = (run_dir / "logs" / "batch_1.log").read_text()
+        assert "tokens/s" in log.split("input pipeline alone")[1].splitlines()[0]
 
 
 def refused(*args: str) -> object:

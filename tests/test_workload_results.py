@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import assert_one_line_error, run_main
+from tests.record_fixtures import write_records
 from tests.standins.engine import StandInEngine
 from trainbench.bench.compare import compare_loaded, load_run
 from trainbench.bench.ranks import merge_ranks
@@ -208,7 +209,8 @@ def test_the_workload_options_build_the_model() -> None:
     (["--seq-len", "64"], "--seq-len does not apply to --workload resnet50"),
     (["--workload", "bert", "--image-size", "64"], "--image-size does not apply to --workload bert"),
     (["--workload", "gpt2", "--framework", "tf"], "--workload gpt2 has no tf implementation"),
-    (["--workload", "bert", "--data", "/no/such/folder"], "--workload bert runs on synthetic data only"),
+    (["--workload", "bert", "--framework", "tf", "--data", "/no/such/folder"],
+     "data directory /no/such/folder does not exist"),
     (["--workload", "bert", "--seq-len", "4096"], "sequence length must be a whole number from 8 to 512"),
     (["--workload", "bret"], "unknown workload 'bret'"),
     (["--workload", "bert", "--channels-last"], "--channels-last does not apply to --workload bert"),
@@ -217,9 +219,11 @@ def test_what_a_workload_refuses_is_one_line(argv: list[str], fragment: str) -> 
     assert_one_line_error(run_main("throughput", "--device", "cpu", *argv), fragment)
 
 
-def test_input_bench_refuses_a_workload_without_an_input_pipeline(tmp_path: Path) -> None:
-    assert_one_line_error(run_main("input-bench", str(tmp_path), "--workload", "gpt2"),
-                          "--workload gpt2 runs on synthetic data only")
+def test_input_bench_refuses_records_of_another_workload(tmp_path: Path) -> None:
+    folder = write_records(tmp_path / "bert", "bert", records=2, shards=1)
+    assert_one_line_error(run_main("input-bench", str(folder), "--workload", "transformer", "--framework", "tf"),
+                          "holds bert records; --workload transformer reads translation records",
+                          "trainbench data translate")
 
 
 def test_campaign_axes_drop_what_a_workload_refuses_and_name_it() -> None:

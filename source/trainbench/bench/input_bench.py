@@ -1,4 +1,6 @@
-"""The input pipeline alone: how many preprocessed training images per second it delivers, with no training.
+"""The input pipeline alone: how many preprocessed training samples (images, sequences, sentence pairs) per second
+it delivers, with no training; for text also tokens per second (samples/s x the workload's tokens per sample, as
+the training's tokens/s counts them: padding included).
 
 Measured as the throughput is: warm-up batches excluded (pipeline start-up, worker processes, tf.data's
 autotuning), then images / wall time of the timed batches. Each batch is complete when it is handed over (tf.data
@@ -15,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from trainbench import workloads
 from trainbench.config import (
     FRAMEWORKS,
     LOADERS,
@@ -30,8 +33,9 @@ from trainbench.config import (
     int_problem,
     loader_problem,
 )
-from trainbench.data.source import open_source
+from trainbench.data.source import TFRECORDS, DataSource, open_source, record_format
 from trainbench.engines.capabilities import capabilities_of
+from trainbench.engines.input_batches import Batches
 from trainbench.errors import UsageError
 
 INPUT_HEADROOM = 1.1
@@ -50,9 +54,14 @@ class InputBench:
     workers: int | None = None  # torch: DataLoader processes; tf: tf.data threads (None: all cores, autotuned)
     seed: int = 0
     loader: Loader = "cpu"  # torch: decode and augment in the workers, or on the GPU
+    workload: str = "resnet50"  # whose pipeline: its record kind is the folder's (checked by the command line)
+    seq_len: int | None = None  # text: tokens per sequence (None: the data's); translation pairs are padded to it
 
     def __post_init__(self) -> None:
         check_choice("framework", self.framework, FRAMEWORKS)
+        workloads.get(self.workload)
+        if self.seq_len is not None:
+            check("sequence length", int_problem(self.seq_len, 1))
         check_choice("loader", self.loader, LOADERS)
         if problem := loader_problem(self.loader, self.framework, self.data, "auto"):
             raise UsageError(problem)
@@ -66,10 +75,11 @@ class InputBench:
 
 
 def measure_input(bench: InputBench) -> dict[str, Any]:
-    """Images/s of the training pipeline alone, with the figures it is computed from."""
+    """Samples/s (for ImageNet: images/s) of the training pipeline alone, with the figures it is computed from."""
     source = open_source(bench.data)
-    batches = capabilities_of(bench.framework).input_batches(source, bench.batch_size, bench.image_size, bench.seed,
-                                                             bench.workers, bench.loader)
+    record = record_format(source) if source.kind == TFRECORDS else None
+    seq_len = bench.seq_len or (record.settings.get("seq_len", record.settings.get("max_length")) if record else None)
+    batches = _batches(bench, source, "imagenet" if record is None else record.kind, seq_len)
     try:
         for _ in range(bench.warmup):
             next(batches)
@@ -79,11 +89,23 @@ def measure_input(bench: InputBench) -> dict[str, Any]:
         seconds = time.perf_counter() - start
     finally:
         batches.close()  # stops DataLoader workers now, not when garbage is collected during training
-    images = bench.batch_size * bench.steps
-    return {"framework": bench.framework, "loader": bench.loader, "batch_size": bench.batch_size,
-            "image_size": bench.image_size,
-            "warmup_batches": bench.warmup, "timed_batches": bench.steps, "images": images, "seconds": seconds,
-            "images_per_sec": images / seconds}
+    samples = bench.batch_size * bench.steps
+    result: dict[str, Any] = {
+        "framework": bench.framework, "loader": bench.loader, "workload": bench.workload,
+        "batch_size": bench.batch_size, "warmup_batches": bench.warmup, "timed_batches": bench.steps,
+        "samples": samples, "seconds": seconds, "samples_per_sec": samples / seconds}
+    spec = workloads.get(bench.workload)
+    if "image_size" in spec.params or record is None:
+        result.update(image_size=bench.image_size, images=samples, images_per_sec=samples / seconds)
+    tokens = spec.tokens_per_sample({"seq_len": seq_len}) if seq_len is not None else None
+    if tokens is not None:
+        result.update(seq_len=seq_len, tokens_per_sec=tokens * samples / seconds)
+    return result
+
+
+def _batches(bench: InputBench, source: DataSource, kind: str, seq_len: int | None) -> Batches:
+    return capabilities_of(bench.framework).input_batches(source, bench.batch_size, bench.image_size, bench.seed,
+                                                          bench.workers, bench.loader, seq_len=seq_len)
 
 
 def is_input_bound(input_images_per_sec: float, training_images_per_sec: float) -> bool:

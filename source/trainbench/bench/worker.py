@@ -104,12 +104,17 @@ def exit_with_sweep() -> None:
 
 def input_rate(config: BenchConfig) -> float:
     """The input pipeline alone, with the training window's step counts, before the model exists (so its workers
-    have the machine to themselves and are gone before training starts)."""
+    have the machine to themselves and are gone before training starts): samples/s, in the workload's unit."""
     model = config.model
-    bench = InputBench(model.framework, str(config.data), config.batch_size, model.param("image_size"),
-                       max(1, config.warmup_steps), config.steps, seed=model.seed, loader=config.loader)
-    rate = measure_input(bench)["images_per_sec"]
-    print(f"batch {config.batch_size}: input pipeline alone {rate:.2f} images/s", flush=True)
+    params = model.params()
+    bench = InputBench(model.framework, str(config.data), config.batch_size, params.get("image_size", 224),
+                       max(1, config.warmup_steps), config.steps, seed=model.seed, loader=config.loader,
+                       workload=model.workload, seq_len=params.get("seq_len"))
+    result = measure_input(bench)
+    rate = result["samples_per_sec"]
+    tokens = f", {result['tokens_per_sec']:.0f} tokens/s" if "tokens_per_sec" in result else ""
+    print(f"batch {config.batch_size}: input pipeline alone {rate:.2f} {per_second(model.spec.sample_unit)}{tokens}",
+          flush=True)
     return rate
 
 

@@ -18,6 +18,7 @@ from trainbench.cli.options import (
     existing_data_dir,
     path_text,
     whole_number,
+    with_data,
 )
 from trainbench.config import (
     FRAMEWORKS,
@@ -32,6 +33,7 @@ from trainbench.config import (
     workload_problems,
 )
 from trainbench.engines.capabilities import capabilities_of
+from trainbench.report.console import per_second
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -47,7 +49,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_choice_option(parser, "--workload", workloads.names(), field_default(ModelConfig, "workload"),
                       "whose input to read (only workloads that read --data have an input pipeline)")
     add_choice_option(parser, "--size", workloads.SIZES, field_default(ModelConfig, "size"))
-    parser.add_argument("--seq-len", type=POSITIVE, metavar="N", help="refused: no sequence workload reads data yet")
+    parser.add_argument("--seq-len", type=POSITIVE, metavar="N",
+                        help="text: tokens per sequence (default: the data's; translation pairs are padded to it)")
     batch_size, warmup, steps, image_size = (field_default(InputBench, name)
                                              for name in ("batch_size", "warmup", "steps", "image_size"))
     parser.add_argument("--batch-size", type=whole_number(1, MAX_BATCH_SIZE), default=batch_size, metavar="N",
@@ -66,20 +69,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def workload_problem(args: argparse.Namespace) -> None:
+def workload_problem(args: argparse.Namespace) -> ModelConfig:
     """The workload's refusals, in one line, before the folder is looked at: one without an input pipeline (it runs
-    on synthetic data only), a framework it lacks, a shape setting it does not have."""
+    on synthetic data only), a framework it lacks, a shape setting it does not have. Returns its model."""
     model = model_config_from({"framework": args.framework, "workload": args.workload, "size": args.size,
                                "seq_len": args.seq_len, "device": "cpu"})
     refuse([problem for problem in workload_problems(model, args.data) if problem])
+    return model
 
 
 def bench_from_args(args: argparse.Namespace) -> InputBench:
-    """InputBench checks the settings, then the folder is looked at: a wrong framework is named before the folder."""
-    workload_problem(args)
+    """InputBench checks the settings, then the folder is looked at: a wrong framework is named before the folder,
+    then a folder the workload cannot read (``with_data``: its record kind, vocabulary, sequence length)."""
+    model = workload_problem(args)
     bench = InputBench(args.framework, args.data, args.batch_size, args.image_size, args.warmup, args.steps,
-                       args.workers, args.seed, args.loader)
-    return dataclasses.replace(bench, data=str(existing_data_dir(bench.data)))
+                       args.workers, args.seed, args.loader, model.workload, args.seq_len)
+    bench = dataclasses.replace(bench, data=str(existing_data_dir(bench.data)))
+    if model.workload == "resnet50":  # ImageNet's pipeline reads images of any folder; it has no other setting
+        return bench
+    return dataclasses.replace(bench, seq_len=with_data(model, bench.data).seq_len)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,8 +96,11 @@ def run(args: argparse.Namespace) -> int:
     workers = "all cores" if bench.workers is None else f"{bench.workers} workers"
     choice_of_loaders = len(capabilities_of(bench.framework).loaders) > 1  # TensorFlow has tf.data only
     loader = f", {bench.loader} loader" if choice_of_loaders else ""
-    print(f"input pipeline ({bench.framework}{loader}, {workers}, batch {bench.batch_size}, "
-          f"{bench.image_size} px): "
-          f"{result['images_per_sec']:.1f} images/s ({result['images']} images in {result['seconds']:.3f} s)")
+    unit = workloads.get(bench.workload).sample_unit
+    shape = f"{bench.image_size} px" if "image_size" in result else f"{result.get('seq_len')} tokens"
+    tokens = f", {result['tokens_per_sec']:.0f} tokens/s" if "tokens_per_sec" in result else ""
+    print(f"input pipeline ({bench.framework}{loader}, {workers}, batch {bench.batch_size}, {shape}): "
+          f"{result['samples_per_sec']:.1f} {per_second(unit)}{tokens} ({result['samples']} {unit}s in "
+          f"{result['seconds']:.3f} s)")
     print(json.dumps({"data": bench.data, "workers": bench.workers, **result}))
     return 0

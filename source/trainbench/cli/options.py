@@ -40,7 +40,9 @@ from trainbench.config import (
     telemetry_interval_problem,
     workload_problems,
 )
-from trainbench.data.source import num_classes, open_source, tfrecords_only
+from trainbench.data.record_decode import settings_problem
+from trainbench.data.record_schemas import WORKLOAD_KINDS
+from trainbench.data.source import num_classes, open_source, record_format, tfrecords_only
 from trainbench.engines.base import resolve_device_here
 from trainbench.errors import UsageError
 
@@ -215,7 +217,7 @@ def add_workload_options(parser: argparse.ArgumentParser) -> None:
                       "the published network, or a small one of the same structure for CPU tests")
     parser.add_argument("--image-size", type=whole_number(MIN_IMAGE_SIZE, MAX_IMAGE_SIZE), metavar="PX",
                         help=f"square input size ({_param_help('image_size')})")
-    parser.add_argument("--num-classes", type=whole_number(2, MAX_NUM_CLASSES),  # None: see _num_classes
+    parser.add_argument("--num-classes", type=whole_number(2, MAX_NUM_CLASSES),  # None: see with_data
                         help=f"classifier outputs (with --data: the data's classes; {_param_help('num_classes')})")
     parser.add_argument("--seq-len", type=whole_number(*_param_bounds("seq_len")), metavar="N",
                         help=f"tokens per sequence ({_param_help('seq_len')})")
@@ -256,17 +258,69 @@ def add_loader_option(parser: argparse.ArgumentParser) -> None:
                       "PyTorch with --data: decode and augment in CPU worker processes, or on the GPU (nvJPEG)")
 
 
-def _num_classes(args: argparse.Namespace) -> int | None:
-    """As given; else, with --data, the data's classes; else None (the workload's default). Refuses data TensorFlow
-    cannot read. A workload that reads no data (or has no classes) is left to ModelConfig to refuse in one line."""
-    data = getattr(args, "data", None)
-    workload = workloads.get(args.workload)
-    if data is None or args.framework not in workload.data or "num_classes" not in workload.params:
-        return args.num_classes
+# The command making each record kind, for the message refusing a folder of another kind.
+_CONVERTERS = {"imagenet": "data convert", "bert": "data text --workload bert", "gpt2": "data text --workload gpt2",
+               "translation": "data translate", "coco": "data coco"}
+
+
+def with_data(model: ModelConfig, data: str | None) -> ModelConfig:
+    """The model as the data folder has it, before any worker starts: a folder whose records are not the
+    workload's kind, or whose settings the model cannot read (a larger vocabulary, other sequence lengths, more
+    classes), is refused in one line; a setting not given is the data's (classes; tokens per sequence). Refuses
+    data TensorFlow cannot read. A workload that reads no data is left to workload_problems to refuse."""
+    if data is None or model.framework not in model.spec.data:
+        return model
     source = open_source(data)
-    if args.framework == "tf":
+    if model.framework == "tf":
         tfrecords_only(source)
-    return args.num_classes if args.num_classes is not None else num_classes(source)
+    found = record_format(source)
+    expected = WORKLOAD_KINDS[model.workload]
+    if found.kind != expected:
+        raise UsageError(f"--data {data} holds {found.kind} records; --workload {model.workload} reads {expected} "
+                         f"records (make them with 'trainbench {_CONVERTERS[expected]}')")
+    if problem := settings_problem(found.kind, found.settings):
+        raise UsageError(f"--data {data}: {problem}")
+    if found.kind == "imagenet":
+        given = model.num_classes
+        return dataclasses.replace(model, num_classes=given if given is not None else num_classes(source))
+    if found.kind == "coco":
+        return _coco_classes(model, data, found.settings["num_classes"])
+    _check_vocabulary(model, data, found.settings["vocab_size"])
+    return _sequence_length(model, data, found.kind, found.settings)
+
+
+def _check_vocabulary(model: ModelConfig, data: str, vocab_size: int) -> None:
+    vocab = model.spec.dims(model.size)["vocab"]
+    if vocab_size > vocab:
+        other = " or use --size full" if vocab_size <= model.spec.dims("full")["vocab"] else ""
+        raise UsageError(f"--data {data}: its vocabulary has {vocab_size} tokens, more than the {vocab} of "
+                         f"--workload {model.workload} --size {model.size}: convert with --vocab-size {vocab}{other}")
+
+
+def _sequence_length(model: ModelConfig, data: str, kind: str, settings: dict[str, int]) -> ModelConfig:
+    """bert and gpt2 records hold sequences of one length (``seq_len``): --seq-len must be it, and is it when not
+    given. Translation records are sentences of up to ``max_length`` tokens, padded to --seq-len (default: that
+    maximum); a shorter --seq-len leaves the longer pairs out, as the reference's length filter does."""
+    if kind == "translation":
+        return model if model.seq_len is not None else dataclasses.replace(model, seq_len=settings["max_length"])
+    length = settings["seq_len"]
+    if model.seq_len is not None and model.seq_len != length:
+        raise UsageError(f"--seq-len {model.seq_len} disagrees with --data {data}, whose sequences have {length} "
+                         f"tokens: drop --seq-len, or convert with --seq-len {model.seq_len}")
+    return dataclasses.replace(model, seq_len=length)
+
+
+def _coco_classes(model: ModelConfig, data: str, largest_id: int) -> ModelConfig:
+    """The detector's classes include the background (0), so labels 1..N need N + 1 of them (COCO: ids up to 90,
+    91 classes); when --num-classes is not given, it is that many."""
+    needed = largest_id + 1
+    if model.num_classes is None:
+        return dataclasses.replace(model, num_classes=needed)
+    if model.num_classes < needed:
+        raise UsageError(f"--num-classes {model.num_classes} is too few for --data {data}: its class ids go up to "
+                         f"{largest_id} and class 0 is the background: use --num-classes {needed} or more, or "
+                         "leave it out")
+    return model
 
 
 def model_config(args: argparse.Namespace) -> ModelConfig:
@@ -274,8 +328,9 @@ def model_config(args: argparse.Namespace) -> ModelConfig:
     workload's refusals (a framework it lacks, a setting it does not have, --data it cannot read) come first, as
     one line, before the data folder is opened."""
     model = model_config_from({**vars(args), "device": resolve_device_here(args.device)})
-    refuse([problem for problem in workload_problems(model, getattr(args, "data", None)) if problem])
-    return dataclasses.replace(model, num_classes=_num_classes(args))
+    data = getattr(args, "data", None)
+    refuse([problem for problem in workload_problems(model, data) if problem])
+    return with_data(model, data)
 
 
 def existing_data_dir(path: str | None) -> str | None:

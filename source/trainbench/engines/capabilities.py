@@ -32,7 +32,7 @@ class Capabilities:
     launcher: Launcher  # how several processes of it are started
     markers: MarkersApi  # how its processes tell an external profiler where the window is
     loaders: tuple[Loader, ...]  # the --loader choices its input pipeline offers
-    input_batches: InputBatches  # its training input pipeline alone (trainbench.bench.input_bench)
+    input_batches: InputBatches  # its training input pipeline alone, every record kind (bench.input_bench)
 
 
 TENSORFLOW = Capabilities(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from trainbench import workloads
 from trainbench.config import ModelConfig
 from trainbench.data.record_schemas import WORKLOAD_KINDS
-from trainbench.data.source import DataSource, RecordFormat, record_format, tfrecords_only
+from trainbench.data.source import TFRECORDS, DataSource, RecordFormat, record_format, tfrecords_only
 from trainbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -24,9 +24,10 @@ Batches = Generator[Any, None, None]  # a generator: closing it stops the pipeli
 
 class InputBatches(Protocol):
     def __call__(self, source: DataSource, batch_size: int, image_size: int, seed: int, workers: int | None,
-                 loader: str) -> Batches:
-        """Endless preprocessed training batches of ``source``, each complete when handed over.
-        ``workers``: the pipeline's parallelism (None: all cores); ``loader``: where images are decoded."""
+                 loader: str, *, seq_len: int | None = None) -> Batches:
+        """Endless preprocessed training batches of ``source`` (any record kind, ``source.record_format``), each
+        complete when handed over. ``workers``: the pipeline's parallelism (None: all cores); ``loader``: where
+        images are decoded; ``seq_len``: the run's tokens per sequence (None: the records' own)."""
 
 
 def tf_training_dataset(source: DataSource, model: ModelConfig, batch_size: int, threads: int | None = None) -> Any:
@@ -71,7 +72,7 @@ def _reader_model(fmt: RecordFormat, image_size: int, seq_len: int | None, seed:
 
 
 def tf_batches(source: DataSource, batch_size: int, image_size: int, seed: int, workers: int | None,
-               loader: str, seq_len: int | None = None) -> Batches:
+               loader: str, *, seq_len: int | None = None) -> Batches:
     """tf.data over the TFRecords (``loader`` has one value for TensorFlow); ``workers``: its threads. Every record
     kind: the batches the engine trains from (RetinaNet's anchors labelled, text padded), see
     ``tf_training_dataset``; ``seq_len``: the run's tokens per sequence (None: the records' own)."""
@@ -85,12 +86,24 @@ def tf_batches(source: DataSource, batch_size: int, image_size: int, seed: int, 
 
 
 def torch_batches(source: DataSource, batch_size: int, image_size: int, seed: int, workers: int | None,
-                  loader: str) -> Batches:
-    """A DataLoader decoding in its worker processes (``loader`` "cpu") or on the GPU (``loader`` "gpu")."""
+                  loader: str, *, seq_len: int | None = None) -> Batches:
+    """A DataLoader decoding in its worker processes (``loader`` "cpu") or on the GPU (``loader`` "gpu"). A folder
+    of converted text or detection records (its manifest's kind) is read by ``data.torch_records``: collated
+    dicts of tensors, translation pairs padded to ``seq_len`` (None: the data's longest), COCO images letterboxed
+    to ``image_size``."""
     import torch
 
-    from trainbench.data import gpu_pipeline, torch_pipeline
+    from trainbench.data import gpu_pipeline, torch_pipeline, torch_records
 
+    kind = record_format(source).kind if source.kind == TFRECORDS else "imagenet"
+    if kind != "imagenet":
+        if loader != "cpu":
+            raise UsageError(f"--loader gpu decodes ImageNet's JPEG images; {kind} records are read by the CPU "
+                             "workers: use --loader cpu")
+        records = torch_records.make_loader(source, batch_size, seq_len=seq_len or _longest(source),
+                                            image_size=image_size, train=True, seed=seed, workers=workers)
+        yield from torch_pipeline.loader_batches(records, endless=True)
+        return
     if loader == "cpu":
         batches = torch_pipeline.make_loader(source, batch_size, image_size, train=True, seed=seed, workers=workers)
         yield from torch_pipeline.batches(batches, endless=True)
@@ -105,3 +118,8 @@ def torch_batches(source: DataSource, batch_size: int, image_size: int, seed: in
             yield batch
     finally:
         on_gpu.close()
+
+
+def _longest(source: DataSource) -> int:
+    """The longest sentence of a translation folder (its ``max_length``); 0 for the kinds without one."""
+    return record_format(source).settings.get("max_length", 0)

@@ -30,8 +30,9 @@ from trainbench.config import (
     TrainConfig,
     loader_problem,
     step_mode_problem,
+    train_data_problem,
 )
-from trainbench.data import gpu_pipeline, torch_pipeline
+from trainbench.data import gpu_pipeline, torch_pipeline, torch_records
 from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
 from trainbench.engines.base import (
@@ -186,6 +187,11 @@ def _loader(source: DataSource, batch_size: int, model: ModelConfig, device: str
             rank: int = 0, world: int = 1) -> torch.utils.data.DataLoader:
     """The input pipeline over a data folder; pinned host memory when the batches go to a GPU."""
     pin = torch.device(device).type == "cuda"
+    if _reads_records(model):
+        params = model.params()
+        return torch_records.make_loader(source, batch_size, seq_len=params.get("seq_len", 0),
+                                         image_size=params.get("image_size", 0), train=train, seed=model.seed,
+                                         pin_memory=pin, rank=rank, world=world)
     if loader == "gpu":
         return gpu_pipeline.make_loader(source, batch_size, train=train, seed=model.seed, pin_memory=pin, rank=rank,
                                         world=world)
@@ -193,13 +199,33 @@ def _loader(source: DataSource, batch_size: int, model: ModelConfig, device: str
                                       pin_memory=pin, rank=rank, world=world)
 
 
+def _reads_records(model: ModelConfig) -> bool:
+    """Whether the workload reads converted text or detection records (``data.torch_records``), not ImageNet's."""
+    return model.workload != "resnet50"
+
+
 def _batches(data_loader: torch.utils.data.DataLoader, model: ModelConfig, device: str, train: bool, loader: str,
              endless: bool) -> Iterator[Batch]:
-    """The loader's batches on the device: decoded and augmented there (``loader`` "gpu") or in the workers."""
+    """The loader's batches on the device: decoded and augmented there (``loader`` "gpu") or in the workers; for
+    the record workloads, the builder's batch of each collated dict of features."""
+    if _reads_records(model):
+        builder = builder_of(model)
+        if not isinstance(builder, RecordBuilder):  # a programming error: the descriptor says it reads --data
+            raise TypeError(f"{model.workload}'s torch builder makes no batches from records")
+        return (builder.batch_from_features(features, model, device)
+                for features in torch_pipeline.loader_batches(data_loader, endless))
     if loader == "gpu":
         return gpu_pipeline.batches(data_loader, model.param("image_size"), device, train=train,
                                     channels_last=model.channels_last, endless=endless)
     return torch_pipeline.batches(data_loader, device, model.channels_last, endless=endless)
+
+
+@runtime_checkable
+class RecordBuilder(WorkloadBuilder, Protocol):
+    """What a builder adds for --data: its batch from a collated batch of records (``data.torch_records``)."""
+
+    def batch_from_features(self, features: dict[str, torch.Tensor], model: ModelConfig, device: str) -> Batch:
+        """Exactly the structure synthetic_batch returns, from the loader's dict of tensors (on the host)."""
 
 
 def _tensors(batch: Any) -> list[torch.Tensor]:
@@ -624,6 +650,8 @@ class TorchEngine:
 
     def make_trainer(self, config: TrainConfig) -> _Trainer:
         workload = config.model.workload
+        if config.data is not None and _reads_records(config.model):  # TrainConfig refuses it first
+            raise UsageError(train_data_problem(workload))
         if workload == "resnet50":
             return _Trainer(config)
         builder: WorkloadBuilder = builder_of(config.model)

@@ -31,9 +31,9 @@ BERT = register(Workload(
                 "tf": "tf-models-official official.nlp.modeling BertEncoderV2 + BertPretrainerV2"},
     builders={"torch": "trainbench.engines.torch_workloads.bert",
               "tf": "trainbench.engines.tf_workloads.bert"},
-    data=frozenset({"tf"}),  # --data: its converted records (data.tf_records)
     tokens_param="seq_len",
     unsupported={"channels_last": "it has no image tensors"},
+    data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): data.torch_records, data.tf_records
     published_parameters=110e6,
     parameters={"torch": 110_106_428, "tf": 110_106_428},
 ))

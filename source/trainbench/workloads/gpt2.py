@@ -21,6 +21,7 @@ GPT2 = register(Workload(
     refused={"tf": "the pinned tf-models-official has no GPT-2 (run it with --framework torch)"},
     tokens_param="seq_len",
     unsupported={"channels_last": "it has no image tensors"},
+    data=frozenset({"torch"}),  # converted records (trainbench data text): data.torch_records
     published_parameters=124e6,
     parameters={"torch": 124_439_808},
 ))

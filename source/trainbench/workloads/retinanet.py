@@ -25,8 +25,8 @@ RETINANET = register(Workload(
     # graph cannot capture that (unverified on a GPU; refused rather than left to fail in the worker).
     unsupported={"cuda_graph": "torchvision's anchor matching has data-dependent shapes, which a CUDA graph cannot "
                                "capture"},
-    data=frozenset({"tf"}),  # --data: its converted records (data.tf_records)
     untrainable="no learnable synthetic detection set yet (real detection data is issue 29)",
+    data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): data.torch_records, data.tf_records
     published_parameters=34e6,
     # Trainable batch norm in the backbone (torchvision's factory freezes it: 34,014,999); TF's heads differ slightly.
     parameters={"torch": 34_068_119, "tf": 34_091_159},

@@ -26,6 +26,7 @@ from trainbench.workloads.bert import masked_count
 
 MASK_ID = 103  # BERT's [MASK] in its 30,522-token vocabulary (and a token of the tiny one)
 FIRST_TOKEN = 1  # learnable_sequences' lowest token (its default first_token)
+IGNORED = -100  # F.cross_entropy's ignore_index: a label that counts in no loss
 
 Tensors = dict[str, torch.Tensor]
 # (input_ids, token_type_ids, masked_positions), (masked_ids, next_sentence_label); every sequence has the same
@@ -107,6 +108,16 @@ class BertBuilder:
                 second = tokens[row, length // 2:]
                 tokens[row, length // 2:] = FIRST_TOKEN + (second - FIRST_TOKEN + random.integers(1, span)) % span
         return pretraining_batch(*(torch.from_numpy(array).to(device) for array in (tokens, positions, not_next)))
+
+    def batch_from_features(self, features: Tensors, model: ModelConfig, device: torch.device | str) -> Batch:
+        """A batch of converted pre-training records (``data.torch_records``): their masked input, segments,
+        masked positions and original tokens; a padding slot (weight 0) gets the label IGNORED, which the loss
+        leaves out, as the reference weights it by 0. No attention mask, as in every batch here (see above)."""
+        ids = {name: tensor.to(device, non_blocking=True) for name, tensor in features.items()}
+        masked_ids = ids["masked_lm_ids"].masked_fill(ids["masked_lm_weights"] == 0, IGNORED)
+        inputs = {"input_ids": ids["input_ids"], "token_type_ids": ids["segment_ids"],
+                  "masked_positions": ids["masked_lm_positions"]}
+        return inputs, {"masked_ids": masked_ids, "next_sentence_label": ids["next_sentence_labels"].reshape(-1)}
 
     def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
         return self.eval_outputs(network, batch, smoothing)[0]

@@ -39,6 +39,14 @@ class Gpt2Builder:
         ids = torch.from_numpy(tokens).to(device)
         return ids, ids
 
+    def batch_from_features(self, features: dict[str, torch.Tensor], model: ModelConfig,
+                            device: torch.device | str) -> Batch:
+        """A batch of converted blocks of seq_len + 1 ids (``data.torch_records``): the first seq_len are the
+        input and, as in the synthetic batch, the labels, which the model shifts itself; so the block's last id
+        is the target of no position (the Hugging Face loss has no target for the last one)."""
+        ids = features["input_ids"][:, :-1].to(device, non_blocking=True)
+        return ids, ids
+
     def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
         """The model's causal-LM loss; ``smoothing`` is not part of GPT-2's training."""
         tokens, labels = batch

@@ -74,6 +74,15 @@ class RetinanetBuilder:
         labels = torch.randint(1, model.param("num_classes"), (batch_size, count), device=device, generator=random)
         return images, {"boxes": boxes, "labels": labels}
 
+    def batch_from_features(self, features: dict[str, torch.Tensor], model: ModelConfig,
+                            device: torch.device | str) -> Batch:
+        """A batch of converted COCO images (``data.torch_records``): the letterboxed images in [0, 1] (the
+        detector normalises them) and each image's boxes in pixels, repeated up to a fixed count (a repeat
+        changes neither loss), with their labels."""
+        images = features["image"].to(device, non_blocking=True)  # NCHW: the transform batches them anew
+        return images, {"boxes": features["boxes"].to(device, non_blocking=True),
+                        "labels": features["labels"].to(device, non_blocking=True)}
+
     def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
         """The sum of the detector's losses; ``smoothing`` does not apply (focal loss)."""
         images, targets = batch

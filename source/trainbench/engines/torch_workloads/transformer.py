@@ -11,11 +11,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainbench.config import ModelConfig
+from trainbench.data.record_schemas import PAD_ID
 from trainbench.data.synthetic import translated
 from trainbench.engines.torch_workloads import generator
 
 DROPOUT = 0.1  # the paper's P_drop for the base model
 START = 0  # the decoder's first input in batches from the learnable set, which never holds token 0
+IGNORED = -100  # F.cross_entropy's ignore_index: a label that counts in no loss
 
 Batch = tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]  # ((source, target input), target output)
 
@@ -79,6 +81,16 @@ class TransformerBuilder:
         target = torch.from_numpy(translated(tokens, model.spec.dims(model.size)["vocab"])).to(device)
         target_in = torch.cat([torch.full_like(target[:, :1], START), target[:, :-1]], dim=1)
         return (source, target_in), target
+
+    def batch_from_features(self, features: dict[str, torch.Tensor], model: ModelConfig,
+                            device: torch.device | str) -> Batch:
+        """A batch of converted sentence pairs padded to seq_len (``data.torch_records``): the decoder reads the
+        target after the start token (PAD_ID, as the legacy reference shifts its targets right); padded target
+        positions are labelled IGNORED, which the loss leaves out, as the reference's padded cross-entropy does."""
+        source = features["inputs"].to(device, non_blocking=True)
+        target = features["targets"].to(device, non_blocking=True)
+        target_in = torch.cat([torch.full_like(target[:, :1], START), target[:, :-1]], dim=1)
+        return (source, target_in), target.masked_fill(target == PAD_ID, IGNORED)
 
     def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
         return self.eval_outputs(network, batch, smoothing)[0]

@@ -109,7 +109,7 @@ def test_tf_batches_names_a_corrupt_shard_and_refuses_another_workloads_records(
 
     folder = write_records(tmp_path / "bert", "bert", records=8, shards=1)
     bert = ModelConfig(framework="tf", workload="bert", size="tiny", device="cpu")
-    with pytest.raises(UsageError, match="trains on ImageNet records only for now, not bert records"):
+    with pytest.raises(UsageError, match="--workload bert trains end to end on its learnable synthetic set only"):
         ENGINE.make_trainer(TrainConfig(bert, data=str(folder), batch_size=2, epochs=1, decay_epochs=()))
     [shard] = folder.glob("train-*")
     shard.write_bytes(shard.read_bytes()[:-20])

@@ -85,7 +85,7 @@ def loader_batches(folder: Path, batch_size: int, workers: int, seq_len: int = 0
                    train: bool = False) -> list[dict[str, torch.Tensor]]:
     loader = torch_records.make_loader(open_source(folder), batch_size, seq_len=seq_len, image_size=image_size,
                                        train=train, workers=workers)
-    return list(loader)
+    return [next(iter(loader))] if train else list(loader)  # training batches never end: its first one
 
 
 @pytest.mark.parametrize("workers", [0, 2])

@@ -52,9 +52,9 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
+from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig, train_data_problem
 from trainbench.data import tf_pipeline
-from trainbench.data.source import DataSource, open_source, record_count, record_format, tfrecords_only
+from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
 from trainbench.engines.base import CHECKPOINTS_KEPT, Batch, Span, builder_of, steps_for, synthetic_split
 from trainbench.engines.capabilities import TENSORFLOW
@@ -547,11 +547,8 @@ class TensorFlowEngine:
     def make_trainer(self, config: TrainConfig) -> _Trainer:
         if problem := config.model.spec.train_problem():
             raise UsageError(problem)
-        if config.data is not None and (kind := record_format(tfrecords_only(open_source(config.data))).kind) != (
-                "imagenet"):
-            # The text and detection records feed the throughput runner only (input_batches.tf_training_dataset).
-            raise UsageError(f"train --data: TensorFlow trains on ImageNet records only for now, not {kind} records; "
-                             f"measure the pipeline with 'throughput --workload {config.model.workload} --data'")
+        if config.data is not None and (problem := train_data_problem(config.model.workload)):
+            raise UsageError(problem)  # TrainConfig refuses it first; the text and detection records feed throughput
         return _Trainer(config)
 
 

@@ -1,10 +1,9 @@
 """TensorFlow's pipelines over the text and detection records (data.tf_records) and the builders' batch_from_features:
 the records' values in the batches (translation filtered and padded, coco boxes scaled to the resized image), each
-builder's loss on a real batch, and ``throughput --data`` through the command line for BERT, Transformer, RetinaNet."""
+builder's loss on a real batch (the command line end to end: tests/test_workloads_e2e.py, on converted data)."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -12,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import run_cli
 from tests.record_fixtures import write_records
 from trainbench.data.source import open_source, record_format
 from trainbench.data.tfrecord_reader import parse_example, read_records
@@ -118,20 +116,3 @@ def test_tf_batches_names_a_corrupt_shard_and_refuses_another_workloads_records(
     model = ModelConfig(framework="tf", workload="transformer", size="tiny", device="cpu")
     with pytest.raises(UsageError, match="holds bert records; --workload transformer reads translation"):
         tf_training_dataset(open_source(folder), model, 2)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("workload", "kind", "options"), [
-    ("bert", "bert", ["--seq-len", "32"]), ("transformer", "translation", ["--seq-len", "16"]),
-    ("retinanet", "coco", ["--num-classes", "6"])])
-def test_throughput_on_converted_records(tmp_path: Path, workload: str, kind: str, options: list[str]) -> None:
-    folder = write_records(tmp_path / kind, kind, records=8)
-    result = run_cli("throughput", "--framework", "tf", "--workload", workload, "--size", "tiny", "--device", "cpu",
-                     "--data", str(folder), "--batch-sizes", "2", "--warmup", "1", "--steps", "2", *options,
-                     "--output", str(tmp_path / "runs"))
-    assert result.returncode == 0, result.stdout + result.stderr
-    run_dir = Path(result.stdout.strip().splitlines()[-1])
-    [entry] = json.loads((run_dir / "summary.json").read_text())["results"]
-    assert entry["status"] == "ok", entry["error"]
-    assert entry["samples_per_sec"] > 0 and entry["input_samples_per_sec"] > 0
-    assert entry["input_bound"] is (entry["input_samples_per_sec"] < 1.1 * entry["samples_per_sec"])

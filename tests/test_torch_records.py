@@ -1,5 +1,6 @@
 """The PyTorch pipelines of the converted records (bert, gpt2, translation, coco): decoding one record by its
-schema, DataLoaders over fixture shards, the builders' batches from them, and the command line end to end."""
+schema, DataLoaders over fixture shards, the builders' batches from them, and the command line's refusals (the
+runs end to end: tests/test_workloads_e2e.py, on converted data)."""
 
 from __future__ import annotations
 
@@ -217,28 +218,6 @@ def test_a_kind_without_a_pipeline_is_refused(tmp_path: Path) -> None:
 
 
 # --- the command line -----------------------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("kind", KINDS)
-def test_throughput_on_records_reports_the_input_bound_verdict(folders: dict[str, Path], kind: RecordKind,
-                                                               tmp_path: Path) -> None:
-    workload = WORKLOAD_OF[kind]
-    result = run_cli("throughput", "--workload", workload, "--data", str(folders[kind]), "--device", "cpu",
-                     "--size", "tiny", "--framework", "torch", "--batch-sizes", "1", "--warmup", "0", "--steps", "1",
-                     "--output", str(tmp_path))
-    assert result.returncode == 0, result.stdout + result.stderr
-    run_dir = Path(result.stdout.strip().splitlines()[-1])
-    summary = json.loads((run_dir / "summary.json").read_text())
-    [entry] = summary["results"]
-    assert entry["status"] == "ok", entry["error"]
-    assert entry["input_samples_per_sec"] > 0
-    assert entry["input_bound"] is (entry["input_samples_per_sec"] < 1.1 * entry["samples_per_sec"])
-    if kind == "coco":
-        assert summary["model"]["num_classes"] == TINY_SETTINGS["coco"]["num_classes"] + 1  # with the background
-    else:
-        log = (run_dir / "logs" / "batch_1.log").read_text()
-        assert "tokens/s" in log.split("input pipeline alone")[1].splitlines()[0]
 
 
 def refused(*args: str) -> object:

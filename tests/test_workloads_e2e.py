@@ -1,9 +1,11 @@
 """Every workload through the real command line: a campaign over three workloads x both frameworks at their tiny
-size on the CPU, its table and its report, each workload in its own unit. The one place the new workloads run end
-to end (workers, both frameworks); the engines' own tests build each workload in-process."""
+size on the CPU, its table and its report, each workload in its own unit; and each workload's real data, made by
+its converter from real text and JPEG files, read by each framework's pipeline in a throughput run. The one place
+the new workloads run end to end (workers, both frameworks); the engines' and pipelines' own tests run in-process."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -52,3 +54,55 @@ def test_the_report_shows_each_workload_in_its_own_unit(campaign: Path, tmp_path
     for name, unit in UNITS.items():
         assert workloads.get(name).title in html and unit in html, (name, unit)
     assert "tokens/s" in html
+
+
+# --- real data: each converter's output read by each framework's pipeline, through the command line ------------
+
+CONVERTED = {"bert": "bert", "gpt2": "gpt2", "transformer": "translation", "retinanet": "coco"}
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A small corpus, parallel corpus and COCO set made from real text and real JPEG files, converted by the
+    real converters at the tiny models' vocabulary (512) and lengths."""
+    root = tmp_path_factory.mktemp("real_data")
+    synth = [("data", "synth-text", "--output", str(root / "text"), "--documents", "40", "--pairs", "200"),
+             ("data", "synth-coco", "--output", str(root / "coco"), "--images", "12", "--size", "160x120")]
+    convert = {
+        "bert": ("data", "text", str(root / "text" / "corpus"), "--workload", "bert", "--vocab-size", "512",
+                 "--seq-len", "32", "--shards", "2"),
+        "gpt2": ("data", "text", str(root / "text" / "corpus"), "--workload", "gpt2", "--vocab-size", "512",
+                 "--seq-len", "32", "--shards", "2"),
+        "transformer": ("data", "translate", str(root / "text" / "parallel" / "source.txt"),
+                        str(root / "text" / "parallel" / "target.txt"), "--vocab-size", "512", "--max-length", "16",
+                        "--shards", "2"),
+        "retinanet": ("data", "coco", str(root / "coco" / "annotations" / "instances_train2017.json"),
+                      str(root / "coco" / "train2017"), "--shards", "2")}
+    for args in [*synth, *((*args, "--output", str(root / name)) for name, args in convert.items())]:
+        result = run_cli(*args, timeout=600)
+        assert result.returncode == 0, (args, result.stderr[-2000:])
+    return {name: root / name for name in convert}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("workload", "framework"), [
+    ("bert", "torch"), ("gpt2", "torch"), ("transformer", "torch"), ("retinanet", "torch"),
+    ("bert", "tf"), ("transformer", "tf"), ("retinanet", "tf")])
+def test_throughput_on_converted_data_has_the_input_bound_verdict(converted: dict[str, Path], workload: str,
+                                                                 framework: str, tmp_path: Path) -> None:
+    result = run_cli("throughput", "--workload", workload, "--framework", framework, "--data",
+                     str(converted[workload]), "--device", "cpu", "--size", "tiny", "--batch-sizes", "2",
+                     "--warmup", "1", "--steps", "2", "--output", str(tmp_path), timeout=600)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    summary = json.loads((Path(result.stdout.strip().splitlines()[-1]) / "summary.json").read_text())
+    [entry] = summary["results"]
+    assert entry["status"] == "ok", entry["error"]
+    assert entry["samples_per_sec"] > 0 and entry["input_samples_per_sec"] > 0
+    assert entry["input_bound"] is (entry["input_samples_per_sec"] < 1.1 * entry["samples_per_sec"])
+    assert summary["data"] == str(converted[workload])
+    settings = json.loads((converted[workload] / "manifest.json").read_text())["settings"]
+    if workload == "retinanet":  # the data's classes, with the background
+        assert summary["model"]["num_classes"] == settings["num_classes"] + 1
+    else:  # the pipeline alone, in sequences and tokens, in the batch's log
+        log = (Path(result.stdout.strip().splitlines()[-1]) / "logs" / "batch_2.log").read_text()
+        assert "tokens/s" in log.split("input pipeline alone")[1].splitlines()[0]

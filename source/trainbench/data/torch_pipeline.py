@@ -28,6 +28,7 @@ from PIL import Image, UnidentifiedImageError
 from torch.utils.data import DataLoader, Dataset, IterableDataset, Subset, get_worker_info
 from torchvision.transforms import v2
 
+from trainbench.data import parallel
 from trainbench.data.preprocess_params import (
     CROP_AREA_RANGE,
     CROP_ASPECT_RANGE,
@@ -181,10 +182,12 @@ def loader_over(dataset: Dataset, batch_size: int, *, train: bool, shuffle_sampl
                 workers: int | None, pin_memory: bool, collate_fn: Callable[..., Any] | None = None) -> DataLoader:
     """Both loaders' DataLoader: all cores unless told, persistent workers, full batches for training."""
     workers = default_workers() if workers is None else workers
+    # Forked workers of a process that has loaded TensorFlow hang (its threads' locks are copied held): spawned
+    # ones then, as the converters' pools do. A training process never loads TensorFlow; a test process may.
     return DataLoader(
         dataset, batch_size=batch_size, shuffle=shuffle_sampler, drop_last=train, num_workers=workers,
         pin_memory=pin_memory, persistent_workers=workers > 0, generator=torch.Generator().manual_seed(seed),
-        collate_fn=collate_fn,
+        collate_fn=collate_fn, multiprocessing_context=parallel.context() if workers > 0 else None,
     )
 
 

@@ -105,14 +105,14 @@ def _shuffled(items: Iterator[tuple[Path, int, bytes]], size: int,
     yield from buffer
 
 
-class TFRecordImages(IterableDataset):
-    """(image, label) examples from TFRecord shards, split by file between ranks and then DataLoader workers;
-    ``prepare`` makes the image of its encoded bytes (decoded and transformed, or kept encoded for the GPU)."""
+class ShardedRecords(IterableDataset):
+    """Records of TFRecord shards, split by file between ranks and then DataLoader workers (a worker without a shard
+    of its own idles: use at least as many shards as workers), shuffled through a buffer when training; a subclass
+    makes each record's example (``_example``; None leaves the record out)."""
 
-    def __init__(self, files: Sequence[Path], prepare: Prepare, *, shuffle: bool, repeat: bool, seed: int = 0,
-                 rank: int = 0, world: int = 1) -> None:
+    def __init__(self, files: Sequence[Path], *, shuffle: bool, repeat: bool, seed: int = 0, rank: int = 0,
+                 world: int = 1) -> None:
         self._files = [Path(path) for path in files][rank::world]
-        self._prepare = prepare
         self._shuffle, self._repeat, self._seed, self._rank = shuffle, repeat, seed, rank
         self._passes = 0  # counted in each worker's copy: a persistent worker reshuffles every pass
 
@@ -121,7 +121,10 @@ class TFRecordImages(IterableDataset):
             for index, payload in enumerate(read_records(path)):
                 yield path, index, payload
 
-    def __iter__(self) -> Iterator[tuple[Any, int]]:
+    def _example(self, payload: bytes, name: str, rng: np.random.Generator) -> Any:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Any]:
         worker = get_worker_info()
         worker_id, workers = (worker.id, worker.num_workers) if worker else (0, 1)
         files = self._files[worker_id::workers]
@@ -133,11 +136,25 @@ class TFRecordImages(IterableDataset):
             if self._shuffle:
                 records = _shuffled(records, max(1, SHUFFLE_BUFFER // workers), rng)
             for path, index, payload in records:
-                name = f"{path} record {index}"
-                image_bytes, label = decode_record(payload, name)
-                yield self._prepare(image_bytes, name), label
+                example = self._example(payload, f"{path} record {index}", rng)
+                if example is not None:
+                    yield example
             if not self._repeat:
                 return
+
+
+class TFRecordImages(ShardedRecords):
+    """(image, label) examples of ImageNet shards; ``prepare`` makes the image of its encoded bytes (decoded and
+    transformed, or kept encoded for the GPU)."""
+
+    def __init__(self, files: Sequence[Path], prepare: Prepare, *, shuffle: bool, repeat: bool, seed: int = 0,
+                 rank: int = 0, world: int = 1) -> None:
+        super().__init__(files, shuffle=shuffle, repeat=repeat, seed=seed, rank=rank, world=world)
+        self._prepare = prepare
+
+    def _example(self, payload: bytes, name: str, rng: np.random.Generator) -> tuple[Any, int]:
+        image_bytes, label = decode_record(payload, name)
+        return self._prepare(image_bytes, name), label
 
 
 def _read_image(path: str) -> Image.Image:

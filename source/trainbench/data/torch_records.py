@@ -24,7 +24,7 @@ tensors of fixed shapes, which the workload's builder turns into its batch (``ba
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,14 +32,14 @@ from typing import Any
 import numpy as np
 import torch
 from PIL import Image
-from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+from torch.utils.data import DataLoader
 
-from trainbench.data.preprocess_params import MEAN_RGB, SHUFFLE_BUFFER
+from trainbench.data.preprocess_params import MEAN_RGB
 from trainbench.data.record_decode import Features, check_settings, decode_record
 from trainbench.data.record_schemas import PAD_ID, RecordKind
 from trainbench.data.source import DataSource, record_format
-from trainbench.data.tfrecord_reader import DataError, read_records
-from trainbench.data.torch_pipeline import _shuffled, decode, loader_over
+from trainbench.data.tfrecord_reader import DataError
+from trainbench.data.torch_pipeline import ShardedRecords, decode, loader_over
 
 MAX_INSTANCES = 100  # tf-models-official's RetinaNet parser: max_num_instances
 Example = dict[str, Any]  # numpy arrays and tensors, collated into a dict of tensors
@@ -137,40 +137,16 @@ def preparer(kind: RecordKind, *, seq_len: int, image_size: int, train: bool) ->
 # --- the dataset and its loader -----------------------------------------------------------------------------------
 
 
-class TFRecordExamples(IterableDataset):
-    """Examples of one record kind from TFRecord shards, split by file between ranks and then DataLoader workers
-    (a worker without a shard of its own idles: use at least as many shards as workers)."""
+class TFRecordExamples(ShardedRecords):
+    """Examples of one record kind from TFRecord shards (``torch_pipeline.ShardedRecords``'s split and shuffle)."""
 
     def __init__(self, files: Sequence[Path], kind: RecordKind, settings: Mapping[str, int], prepare: Prepare, *,
                  shuffle: bool, repeat: bool, seed: int = 0, rank: int = 0, world: int = 1) -> None:
-        self._files = [Path(path) for path in files][rank::world]
+        super().__init__(files, shuffle=shuffle, repeat=repeat, seed=seed, rank=rank, world=world)
         self._kind, self._settings, self._prepare = kind, dict(settings), prepare
-        self._shuffle, self._repeat, self._seed, self._rank = shuffle, repeat, seed, rank
-        self._passes = 0  # counted in each worker's copy: a persistent worker reshuffles every pass
 
-    def _records(self, files: Sequence[Path]) -> Iterator[tuple[Path, int, bytes]]:
-        for path in files:
-            for index, payload in enumerate(read_records(path)):
-                yield path, index, payload
-
-    def __iter__(self) -> Iterator[Example]:
-        worker = get_worker_info()
-        worker_id, workers = (worker.id, worker.num_workers) if worker else (0, 1)
-        files = self._files[worker_id::workers]
-        while files:
-            rng = np.random.default_rng((self._seed, self._rank, worker_id, self._passes))
-            self._passes += 1
-            order = [files[i] for i in rng.permutation(len(files))] if self._shuffle else files
-            records = self._records(order)
-            if self._shuffle:
-                records = _shuffled(records, max(1, SHUFFLE_BUFFER // workers), rng)
-            for path, index, payload in records:
-                name = f"{path} record {index}"
-                example = self._prepare(decode_record(payload, self._kind, self._settings, name), name, rng)
-                if example is not None:
-                    yield example
-            if not self._repeat:
-                return
+    def _example(self, payload: bytes, name: str, rng: np.random.Generator) -> Example | None:
+        return self._prepare(decode_record(payload, self._kind, self._settings, name), name, rng)
 
 
 def make_loader(source: DataSource, batch_size: int, *, seq_len: int, image_size: int, train: bool, seed: int = 0,

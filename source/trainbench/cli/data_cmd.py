@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from trainbench.cli import data_coco_cmd, data_text_cmd
+from trainbench.cli.data_common import add_workers, reasons, say, workers
 from trainbench.cli.options import path_text, whole_number
 from trainbench.errors import EXIT_USAGE, UsageError
 
@@ -39,9 +40,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     data_coco_cmd.add_parsers(commands)  # coco, synth-coco
 
 
-def _add_workers(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=whole_number(1, 1024), metavar="N", help="processes (default: all cores)")
-
 
 def _add_convert(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
@@ -60,7 +58,7 @@ def _add_convert(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=whole_number(0, 2**63), default=12345, help="shuffling seed (default 12345)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace shards of another conversion found in the output folder")
-    _add_workers(parser)
+    add_workers(parser)
     parser.set_defaults(run=run_convert)
 
 
@@ -89,7 +87,7 @@ def _add_verify(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("folder", type=path_text, metavar="TFRECORDS_DIR")
     parser.add_argument("--headers-only", action="store_true",
                         help="check each JPEG's header and end marker instead of decoding it (faster)")
-    _add_workers(parser)
+    add_workers(parser)
     parser.set_defaults(run=run_verify)
 
 
@@ -109,21 +107,10 @@ def _add_synth(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--flat-val", action="store_true",
                         help="val/ unsorted with LOC_val_solution.csv, as Kaggle ships it (for valprep)")
     parser.add_argument("--seed", type=whole_number(0, 2**63), default=0)
-    _add_workers(parser)
+    add_workers(parser)
     parser.set_defaults(run=run_synth)
 
 
-def _workers(args: argparse.Namespace) -> int:
-    from trainbench.data.parallel import default_workers
-
-    return args.workers or default_workers()
-
-
-def _say(line: str) -> None:
-    """A summary line on stdout; the bytes of a non-UTF-8 path as \\xNN (a strict UTF-8 stdout refuses them)."""
-    from trainbench.data.outputs import printable
-
-    print(printable(line))
 
 
 def run_convert(args: argparse.Namespace) -> int:
@@ -131,7 +118,7 @@ def run_convert(args: argparse.Namespace) -> int:
 
     summary = convert(ConvertOptions(
         Path(args.data_dir), output=Path(args.output) if args.output else None, train_shards=args.train_shards,
-        validation_shards=args.validation_shards, workers=_workers(args), seed=args.seed,
+        validation_shards=args.validation_shards, workers=workers(args), seed=args.seed,
         synset_names=Path(args.synset_names) if args.synset_names else None, overwrite=args.overwrite))
     splits = ", ".join(f"{count:,} {split}" for split, count in summary.records.items())
     line = (f"converted {summary.written:,} images ({splits}) into {summary.shards} shards in "
@@ -140,17 +127,12 @@ def run_convert(args: argparse.Namespace) -> int:
     if summary.resumed:
         line += f"; {summary.resumed} of {summary.shards} shards were already done by an earlier run"
     if summary.redone:
-        line += f"; {len(summary.redone)} finished shards were redone ({_reasons(summary.redone)})"
+        line += f"; {len(summary.redone)} finished shards were redone ({reasons(summary.redone)})"
     line += f"; {summary.reencoded:,} odd files re-encoded as RGB JPEG"
     line += f"; {summary.skipped:,} files skipped (see {summary.output / 'skipped.csv'})"
-    _say(line)
+    say(line)
     return 0
 
-
-def _reasons(redone: dict[str, str], shown: int = 3) -> str:
-    """'train-00003-of-00008: content differs from the manifest's sha256, ...' for the first few shards."""
-    named = [f"{name}: {reason}" for name, reason in sorted(redone.items())[:shown]]
-    return "; ".join(named) + (f"; and {len(redone) - shown} more" if len(redone) > shown else "")
 
 
 def run_valprep(args: argparse.Namespace) -> int:
@@ -164,7 +146,7 @@ def run_valprep(args: argparse.Namespace) -> int:
         truth = valprep.read_devkit_ground_truth(Path(args.ground_truth),
                                                  Path(args.synset_order) if args.synset_order else None)
     summary = valprep.sort_validation(Path(args.val_dir), truth)
-    _say(f"moved {summary.moved:,} files into {summary.synsets:,} synset folders in {summary.folder}; "
+    say(f"moved {summary.moved:,} files into {summary.synsets:,} synset folders in {summary.folder}; "
           f"{summary.unmatched:,} files without ground truth and {summary.conflicts:,} already sorted left in place; "
           f"{summary.missing:,} ground-truth entries without a file")
     return 0
@@ -173,7 +155,7 @@ def run_valprep(args: argparse.Namespace) -> int:
 def run_verify(args: argparse.Namespace) -> int:
     from trainbench.data.verify import verify
 
-    report = verify(Path(args.folder), _workers(args), decode=not args.headers_only)
+    report = verify(Path(args.folder), workers(args), decode=not args.headers_only)
     for problem in report.problems:
         print(f"trainbench: {problem}", file=sys.stderr)  # stderr shows odd bytes as \xNN itself
     if report.problems:
@@ -181,7 +163,7 @@ def run_verify(args: argparse.Namespace) -> int:
     splits = ", ".join(f"{count:,} {split}" for split, count in report.records.items())
     checked = report.checked or (f"labels 1..{report.num_classes}, every image "
                                  f"{'a complete JPEG' if args.headers_only else 'decodes'} at its declared size")
-    _say(f"ok: {report.shards} shards in {report.folder}, {sum(report.records.values()):,} records ({splits}), "
+    say(f"ok: {report.shards} shards in {report.folder}, {sum(report.records.values()):,} records ({splits}), "
           f"{checked}")
     return 0
 
@@ -191,7 +173,7 @@ def run_synth(args: argparse.Namespace) -> int:
 
     summary = synth(SynthOptions(Path(args.output), args.classes, args.train_per_class, args.val_per_class,
                                  size=args.size, seed=args.seed, odd_cases=args.odd_cases, flat_val=args.flat_val,
-                                 workers=_workers(args)))
-    _say(f"wrote {summary.images:,} images ({summary.bytes / _MB:,.1f} MB) in {summary.output} "
+                                 workers=workers(args)))
+    say(f"wrote {summary.images:,} images ({summary.bytes / _MB:,.1f} MB) in {summary.output} "
           f"in {summary.seconds:.1f} s")
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from trainbench.cli.data_common import add_workers, say, workers
 from trainbench.cli.options import path_text, real_number, whole_number
 
 _MB = 1e6
@@ -30,7 +31,7 @@ def _size(text: str) -> tuple[int, int]:
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, type=path_text, metavar="DIR")
     parser.add_argument("--seed", type=whole_number(0, 2**63), default=None, help="shuffling seed")
-    parser.add_argument("--workers", type=whole_number(1, 1024), metavar="N", help="processes (default: all cores)")
+    add_workers(parser)
 
 
 def _add_coco(commands: argparse._SubParsersAction) -> None:
@@ -70,16 +71,6 @@ def _add_synth_coco(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run_synth_coco)
 
 
-def _workers(args: argparse.Namespace) -> int:
-    from trainbench.data.parallel import default_workers
-
-    return args.workers or default_workers()
-
-
-def _say(line: str) -> None:
-    from trainbench.data.outputs import printable
-
-    print(printable(line))
 
 
 def run_coco(args: argparse.Namespace) -> int:
@@ -88,7 +79,7 @@ def run_coco(args: argparse.Namespace) -> int:
     summary = convert_coco(CocoOptions(
         Path(args.annotations), Path(args.image_dir), Path(args.output), shards=args.shards,
         validation_fraction=args.validation_fraction, validation_shards=args.validation_shards,
-        workers=_workers(args), seed=DEFAULT_SEED if args.seed is None else args.seed, overwrite=args.overwrite))
+        workers=workers(args), seed=DEFAULT_SEED if args.seed is None else args.seed, overwrite=args.overwrite))
     splits = ", ".join(f"{count:,} {split}" for split, count in summary.records.items())
     seconds = max(summary.seconds, 1e-9)
     line = (f"converted {summary.written:,} images ({splits}) with {summary.boxes:,} boxes into {summary.shards} "
@@ -99,7 +90,7 @@ def run_coco(args: argparse.Namespace) -> int:
     if summary.redone:
         line += f"; {len(summary.redone)} finished shards were redone"
     line += f"; {summary.skipped:,} entries skipped or clipped (see {summary.output / 'skipped.csv'})"
-    _say(line)
+    say(line)
     return 0
 
 
@@ -107,7 +98,7 @@ def run_synth_coco(args: argparse.Namespace) -> int:
     from trainbench.data.coco_synth import CocoSynthOptions, synth_coco
 
     summary = synth_coco(CocoSynthOptions(Path(args.output), args.images, size=args.size, seed=args.seed or 0,
-                                          odd_cases=args.odd_cases, workers=_workers(args)))
-    _say(f"wrote {summary.images:,} images ({summary.bytes / _MB:,.1f} MB) with {summary.boxes:,} annotations "
+                                          odd_cases=args.odd_cases, workers=workers(args)))
+    say(f"wrote {summary.images:,} images ({summary.bytes / _MB:,.1f} MB) with {summary.boxes:,} annotations "
          f"({summary.annotations}) in {summary.output} in {summary.seconds:.1f} s")
     return 0

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trainbench.cli.data_common import add_workers, reasons, say, workers
 from trainbench.cli.options import path_text, whole_number
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def _add_common(parser: argparse.ArgumentParser, default_vocab: str) -> None:
                         help="seed of the shuffling and of the records' random choices (default 12345)")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace shards of another conversion found in the output folder")
-    parser.add_argument("--workers", type=whole_number(1, 1024), metavar="N", help="processes (default: all cores)")
+    add_workers(parser)
 
 
 def _add_text(commands: argparse._SubParsersAction) -> None:
@@ -98,16 +99,14 @@ def _add_synth_text(commands: argparse._SubParsersAction) -> None:
 
 
 def _options(args: argparse.Namespace, kind: str, inputs: tuple[Path, ...], **extra: object) -> TextOptions:
-    from trainbench.data.parallel import default_workers
     from trainbench.data.text_convert import TextOptions
 
     return TextOptions(kind, inputs, Path(args.output), vocab=Path(args.vocab) if args.vocab else None,  # type: ignore[arg-type]
                        vocab_size=args.vocab_size, shards=args.shards, seed=args.seed,
-                       workers=args.workers or default_workers(), overwrite=args.overwrite, **extra)  # type: ignore[arg-type]
+                       workers=workers(args), overwrite=args.overwrite, **extra)  # type: ignore[arg-type]
 
 
 def _report(summary: TextSummary) -> int:
-    from trainbench.cli.data_cmd import _reasons, _say
 
     what = "sentence pairs" if summary.kind == "translation" else "documents"
     seconds = max(summary.seconds, 1e-9)
@@ -118,11 +117,11 @@ def _report(summary: TextSummary) -> int:
     if summary.resumed:
         line += f"; {summary.resumed} of {summary.shards} shards were already done by an earlier run"
     if summary.redone:
-        line += f"; {len(summary.redone)} finished shards were redone ({_reasons(summary.redone)})"
+        line += f"; {len(summary.redone)} finished shards were redone ({reasons(summary.redone)})"
     if summary.kind == "translation":
         line += f"; {summary.filtered:,} pairs dropped (longer than --max-length, or a side empty)"
     line += f"; {summary.skipped:,} files skipped (see {summary.output / 'skipped.csv'})"
-    _say(line)
+    say(line)
     return 0
 
 
@@ -145,11 +144,10 @@ def run_translate(args: argparse.Namespace) -> int:
 
 
 def run_synth_text(args: argparse.Namespace) -> int:
-    from trainbench.cli.data_cmd import _say
     from trainbench.data.text_synth import synth_text
 
     summary = synth_text(Path(args.output), args.documents, args.pairs)
-    _say(f"wrote {summary.documents:,} documents in {summary.files} files ({summary.bytes / 1e6:,.2f} MB) in "
+    say(f"wrote {summary.documents:,} documents in {summary.files} files ({summary.bytes / 1e6:,.2f} MB) in "
          f"{summary.output / 'corpus'} and {summary.pairs:,} sentence pairs in {summary.output / 'parallel'} "
          f"in {summary.seconds:.1f} s")
     return 0

@@ -95,8 +95,7 @@ def test_markers_follow_the_api_the_engine_declares(monkeypatch: pytest.MonkeyPa
 SETTINGS_RULES = {
     ("config.py", "framework != 'torch'"),  # --loader gpu is torch's
     ("config.py", "framework == 'tf'"),  # TensorFlow: one process per node, no torchrun options (twice)
-    ("campaign/matrix/configs.py", "values['framework'] == 'tf'"),  # TensorFlow reads TFRecords only
-    ("cli/options.py", "args.framework == 'tf'"),  # TensorFlow reads TFRecords only
+    ("data/model_data.py", "model.framework == 'tf'"),  # TensorFlow reads TFRecords only (with_data)
     # Not a framework at all: the tf *profiler*'s output folder, read after the run (profile/framework.py).
     ("profile/framework.py", "self.name == 'tf'"),
 }

@@ -5,23 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainbench import workloads
 from trainbench.campaign.matrix.plan import Experiment, Matrix
-from trainbench.campaign.matrix.values import AXIS_DEFAULTS, NO_PROFILER, SYNTHETIC, data_classes, data_source
+from trainbench.campaign.matrix.values import AXIS_DEFAULTS, NO_PROFILER, SYNTHETIC
 from trainbench.config import BenchConfig, LaunchConfig, ModelConfig, ProfileConfig, model_config_from
-from trainbench.data.source import tfrecords_only
+from trainbench.data.model_data import with_data
 
 
 def _model(experiment: Experiment) -> ModelConfig:
     """As the throughput command's model, without resolving the device: the runner does, where it runs."""
     values = {axis: experiment.value(axis) for axis in AXIS_DEFAULTS}
     data = values["data"]
-    if data != SYNTHETIC and values["framework"] == "tf":
-        tfrecords_only(data_source(data))
-    if "num_classes" not in experiment.values and data != SYNTHETIC and \
-            "num_classes" in workloads.get(values["workload"]).params:
-        values["num_classes"] = data_classes(data)  # as --data without --num-classes
-    return model_config_from(values)
+    model = model_config_from(values)
+    return model if data == SYNTHETIC else with_data(model, data)  # as --data: the data's classes, lengths, kind
 
 
 def bench_configs(matrix: Matrix, experiment: Experiment) -> list[BenchConfig]:

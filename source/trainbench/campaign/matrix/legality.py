@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trainbench.campaign.matrix.values import AXIS_DEFAULTS, NO_PROFILER, SYNTHETIC
-from trainbench.config import LaunchConfig, model_config_from, problems
+from trainbench.config import LaunchConfig, model_config_from, problems, workload_problems
+from trainbench.data.model_data import records_problem
 from trainbench.errors import UsageError
 
 MULTI_NODE = "nodes above 1: run multi-node sweeps with scripts/slurm/throughput.sbatch, not in a campaign"
@@ -25,7 +26,11 @@ def illegal(values: Mapping[str, Any]) -> str | None:
     data = None if chosen["data"] == SYNTHETIC else chosen["data"]
     found = problems(model, launch=LaunchConfig(processes_per_node=chosen["gpus"]), profiler=profiler,
                      loader=chosen["loader"], data=data)
-    if found:
+    if found and found[0] in workload_problems(model, data):  # the command line's order: these first,
+        return found[0]
+    if data is not None and (problem := records_problem(model, data)):  # then the data folder's records,
+        return problem
+    if found:  # then the run's other settings
         return found[0]
     return MULTI_NODE if chosen["nodes"] > 1 else None
 

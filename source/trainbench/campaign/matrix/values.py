@@ -27,7 +27,7 @@ from trainbench.config import (
     float_problem,
     int_problem,
 )
-from trainbench.data.source import DataSource, num_classes, open_source
+from trainbench.data.source import DataSource, open_source
 from trainbench.errors import UsageError, printable_line
 
 SYNTHETIC = "synthetic"
@@ -144,11 +144,6 @@ def _batch_size(value: Any) -> int:
 @functools.cache
 def data_source(path: str) -> DataSource:
     return open_source(path)
-
-
-@functools.cache
-def data_classes(path: str) -> int:
-    return num_classes(data_source(path))  # a TFRecord folder without a manifest is scanned: once
 
 
 def _data(value: Any) -> str:

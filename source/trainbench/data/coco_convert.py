@@ -15,9 +15,7 @@ output folder is locked for the run; temporaries of stopped runs are removed.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import random
 import time
 from collections.abc import Iterator
@@ -27,15 +25,14 @@ from typing import TextIO
 
 from trainbench.data.coco import CocoImage, CocoSet, read_coco
 from trainbench.data.coco_records import coco_example, image_header
-from trainbench.data.convert import SKIPPED_CSV, remove_temporaries
+from trainbench.data.convert import SKIPPED_CSV, output_folder, remove_temporaries, write_skipped
 from trainbench.data.imagefiles import SIGNATURE_BYTES, SkipImage, check_signature
-from trainbench.data.outputs import exclusive_folder, printable
+from trainbench.data.outputs import exclusive_folder
 from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
 from trainbench.data.shards import KIND_MANIFEST_FORMAT, TRAIN, VALIDATION, Manifest, ShardResult, ShardTask, plan_split
 from trainbench.data.tfrecord_writer import write_shard
 from trainbench.errors import UsageError, os_reason
-from trainbench.results.files import write_text_atomic
 
 DEFAULT_SEED = 12345
 DEFAULT_SHARDS = 32  # create_coco_tf_record.py's default --num_shards
@@ -78,7 +75,7 @@ def convert_coco(options: CocoOptions, stream: TextIO | None = None) -> CocoSumm
     start = time.perf_counter()
     coco = read_coco(options.annotations, options.image_dir)
     tasks = plan_coco(coco, options)
-    output = _output_folder(options.output)
+    output = output_folder(options.output)
     with exclusive_folder(output, "conversion"):
         remove_temporaries(output)  # the lock is ours: no other run is writing them
         manifest = Manifest.open(output, _header(coco, tasks, options), (task.name for task in tasks),
@@ -90,7 +87,7 @@ def convert_coco(options: CocoOptions, stream: TextIO | None = None) -> CocoSumm
             remove_temporaries(output)  # of shards a failure or Ctrl-C stopped: their workers are gone
         entries = [manifest.shards[task.name] for task in tasks]
         skipped = [*coco.skipped, *((file, reason) for entry in entries for file, reason in entry["skipped"])]
-        _write_skipped(output / SKIPPED_CSV, skipped)
+        write_skipped(output / SKIPPED_CSV, skipped)
     records: dict[str, int] = {}
     for entry in entries:
         records[entry["split"]] = records.get(entry["split"], 0) + entry["records"]
@@ -151,23 +148,6 @@ def _write_shards(coco: CocoSet, output: Path, manifest: Manifest, todo: list[Sh
     except WorkerDied as death:
         raise UsageError(f"{output}: {death}; the {len(manifest.shards)} shards finished are kept: rerun the same "
                          "command to resume") from None
-
-
-def _output_folder(path: Path) -> Path:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UsageError(f"{path}: cannot create the output folder ({os_reason(error)})") from None
-    return path
-
-
-def _write_skipped(path: Path, skipped: list[tuple[str, str]]) -> None:
-    """``file,reason`` rows with LF line ends, as ``data convert`` writes them."""
-    text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(("file", "reason"))
-    writer.writerows((printable(file), printable(reason)) for file, reason in skipped)
-    write_text_atomic(path, text.getvalue())
 
 
 # --- in the worker processes -------------------------------------------------------------------------------

@@ -77,7 +77,7 @@ def convert(options: ConvertOptions, stream: TextIO | None = None) -> ConvertSum
     tree = scan_tree(options.data_dir)
     texts = read_synset_names(options.synset_names, tree.synsets)
     tasks = plan_shards(tree, options.train_shards, options.validation_shards, options.seed)
-    output = _output_folder(options.output_dir)
+    output = output_folder(options.output_dir)
     with exclusive_folder(output, "conversion"):
         remove_temporaries(output)  # the lock is ours: no other run is writing them
         manifest = Manifest.open(output, _header(tree, tasks, texts, options), (task.name for task in tasks),
@@ -89,7 +89,7 @@ def convert(options: ConvertOptions, stream: TextIO | None = None) -> ConvertSum
             remove_temporaries(output)  # of shards a failure or Ctrl-C stopped: their workers are gone
         entries = [manifest.shards[task.name] for task in tasks]
         skipped = [*tree.skipped, *((file, reason) for entry in entries for file, reason in entry["skipped"])]
-        _write_skipped(output / SKIPPED_CSV, skipped)
+        write_skipped(output / SKIPPED_CSV, skipped)
     return _summary(output, entries, todo, manifest.redone, len(skipped), time.perf_counter() - start)
 
 
@@ -136,7 +136,7 @@ def read_synset_names(path: Path | None, synsets: tuple[str, ...]) -> dict[str, 
     return {synset: text or synset for synset, text in texts.items()}
 
 
-def _output_folder(path: Path) -> Path:
+def output_folder(path: Path) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -163,7 +163,7 @@ def _header(tree: ImageTree, tasks: list[ShardTask], texts: dict[str, str], opti
                              "validation": options.validation_shards if tree.validation else 0}}
 
 
-def _write_skipped(path: Path, skipped: list[tuple[str, str]]) -> None:
+def write_skipped(path: Path, skipped: list[tuple[str, str]]) -> None:
     """``file,reason`` rows with LF line ends; the bytes of a non-UTF-8 file name shown as ``\\xNN``."""
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")

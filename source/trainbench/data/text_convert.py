@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from trainbench.data.convert import SKIPPED_CSV, _output_folder, _write_skipped, remove_temporaries
+from trainbench.data.convert import SKIPPED_CSV, output_folder, remove_temporaries, write_skipped
 from trainbench.data.outputs import exclusive_folder
 from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
@@ -116,7 +116,7 @@ def convert_text(options: TextOptions, stream: TextIO | None = None) -> TextSumm
         raise UsageError(f"--shards {count} is more than the {len(items):,} "
                          f"{'sentence pairs' if options.kind == 'translation' else 'documents'} of the corpus")
     tasks = plan_split(TRAIN, items, count, options.seed)
-    output = _output_folder(options.output)
+    output = output_folder(options.output)
     with exclusive_folder(output, "conversion"):
         _remove_temporaries(output, vocabulary)
         header = _header(options, settings, vocabulary, digest, count)
@@ -128,7 +128,7 @@ def convert_text(options: TextOptions, stream: TextIO | None = None) -> TextSumm
                           options.workers, stream)
         finally:
             _remove_temporaries(output, vocabulary)
-        _write_skipped(output / SKIPPED_CSV, skipped)
+        write_skipped(output / SKIPPED_CSV, skipped)
     entries = [manifest.shards[task.name] for task in tasks]
     done = [manifest.shards[task.name] for task in todo]
     return TextSummary(

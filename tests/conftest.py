@@ -81,3 +81,15 @@ def shared_fixtures() -> Path:
     if not SHARED_FIXTURES.is_dir():
         pytest.skip("../shared/fixtures is absent")
     return SHARED_FIXTURES
+
+
+# Files that start the one-node Slurm: under pytest-xdist they share one worker (a second slurmctld would skip).
+_SLURM_FILES = frozenset({"test_campaign_slurm.py", "test_slurm_scripts.py"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Group each test by its file for ``--dist loadgroup`` (a module fixture runs once, on one worker), the Slurm
+    files together. Without pytest-xdist the mark is inert."""
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("slurm" if name in _SLURM_FILES else name))

@@ -42,7 +42,9 @@ RELEASED = ("samples_per_sec", "windows", "samples_per_sec_median", "samples_per
             "telemetry_note",
             # format 4: what the workload's samples cost, and the GPUs' share of it
             "tokens_per_sec", "parameters", "train_flops_per_sample", "flops_note", "achieved_flops", "peak_flops",
-            "mfu", "mfu_note")
+            "mfu", "mfu_note",
+            # issue 30: the windows' agreement and the machine's other load (results.trust)
+            "window_cv_pct", "window_spread_pct", "other_cpu_cores", "load_average")
 
 
 @pytest.fixture

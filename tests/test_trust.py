@@ -23,7 +23,7 @@ def test_short_windows_are_judged_one_window_at_a_time() -> None:
         "windows of 1.2 s, under the 5 s minimum: time more steps (--steps)"]
     assert trust_flags(SOUND | {"windows": 3, "window_s": 3 * MIN_WINDOW_S}) == []  # exactly the minimum: enough
     assert trust_flags(SOUND | {"windows": 1, "window_s": 4.999}) == [
-        "windows of 4.99 s, under the 5 s minimum: time more steps (--steps)"]  # never shown as 5 s
+        "windows of 4.999 s, under the 5 s minimum: time more steps (--steps)"]  # never shown as 5 s
     assert trust_flags(SOUND | {"windows": 1, "window_s": 12.0}) == []
 
 
@@ -32,7 +32,7 @@ def test_windows_that_disagree_are_flagged_past_the_limit() -> None:
         "windows spread 105 % (over the 10 % limit): more windows (--windows) or repetitions"]
     assert trust_flags(SOUND | {"window_spread_pct": MAX_SPREAD_PCT}) == []
     assert trust_flags(SOUND | {"window_spread_pct": 10.04}) == [
-        "windows spread 10.1 % (over the 10 % limit): more windows (--windows) or repetitions"]
+        "windows spread 10.04 % (over the 10 % limit): more windows (--windows) or repetitions"]
 
 
 def test_a_busy_machine_is_flagged_with_its_load_average() -> None:
@@ -40,7 +40,8 @@ def test_a_busy_machine_is_flagged_with_its_load_average() -> None:
         "machine busy: other processes (the run's own input workers included) kept 1.3 cores busy during the "
         "windows (limit 0.5); load average 3.1"]
     assert trust_flags(SOUND | {"other_cpu_cores": BUSY_OTHER_CORES, "load_average": 9.0}) == []  # load: no test
-    assert "kept 0.501 cores" in trust_text(SOUND | {"other_cpu_cores": 0.5000001})  # never shown as 0.5
+    assert "kept 0.5001 cores" in trust_text(SOUND | {"other_cpu_cores": 0.5001})  # never shown as 0.5
+    assert "kept 12.3 cores" in trust_text(SOUND | {"other_cpu_cores": 12.34})  # three digits otherwise
     assert trust_flags(SOUND | {"other_cpu_cores": 0.75, "load_average": None}) == [
         "machine busy: other processes (the run's own input workers included) kept 0.75 cores busy during the "
         "windows (limit 0.5)"]

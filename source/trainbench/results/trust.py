@@ -17,7 +17,7 @@ check. Every other module asks here: the console, the report and the comparison 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 MIN_WINDOW_S = 5.0  # seconds per timed window
@@ -32,13 +32,16 @@ def _number(values: Mapping[str, Any], name: str) -> float | None:
     return float(value)
 
 
-def _shown(value: float, rounding: Callable[[float], float] = round) -> str:
-    """A figure as a flag prints it: three significant digits (whole numbers from 100), rounded the way that keeps
-    it on its side of the limit (4.999 s is "4.99 s, under the 5 s minimum", never "5 s")."""
-    digits = max(0, 2 - math.floor(math.log10(abs(value)))) if value else 0
-    scale = 10 ** digits
-    text = f"{rounding(round(value * scale, 6)) / scale:.{digits}f}"  # round first: 1.3 x 100 is 130.00000000000003
-    return text.rstrip("0").rstrip(".") if digits else text
+def _shown(value: float, limit: float | None = None) -> str:
+    """A figure as a flag prints it: three significant digits, more where those would show it at its ``limit``
+    (4.999 s is "4.999 s, under the 5 s minimum", never "5 s")."""
+    text = ""
+    for significant in (3, 4, 5, 6):
+        digits = max(0, significant - 1 - math.floor(math.log10(abs(value)))) if value else 0
+        text = f"{value:.{digits}f}"
+        if limit is None or float(text) != limit:
+            break
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _short_windows(values: Mapping[str, Any]) -> str | None:
@@ -49,7 +52,7 @@ def _short_windows(values: Mapping[str, Any]) -> str | None:
     per_window = total / windows
     if per_window >= MIN_WINDOW_S:
         return None
-    return (f"windows of {_shown(per_window, math.floor)} s, under the {MIN_WINDOW_S:g} s minimum: "
+    return (f"windows of {_shown(per_window, MIN_WINDOW_S)} s, under the {MIN_WINDOW_S:g} s minimum: "
             "time more steps (--steps)")
 
 
@@ -57,7 +60,7 @@ def _spread(values: Mapping[str, Any]) -> str | None:
     spread = _number(values, "window_spread_pct")
     if spread is None or spread <= MAX_SPREAD_PCT:
         return None
-    return (f"windows spread {_shown(spread, math.ceil)} % (over the {MAX_SPREAD_PCT:g} % limit): "
+    return (f"windows spread {_shown(spread, MAX_SPREAD_PCT)} % (over the {MAX_SPREAD_PCT:g} % limit): "
             "more windows (--windows) or repetitions")
 
 
@@ -67,8 +70,9 @@ def _busy(values: Mapping[str, Any]) -> str | None:
         return None
     load = _number(values, "load_average")
     load_text = f"; load average {_shown(load)}" if load is not None else ""
-    return (f"machine busy: other processes (the run's own input workers included) kept {_shown(cores, math.ceil)} "
-            f"cores busy during the windows (limit {BUSY_OTHER_CORES:g}){load_text}")
+    shown = _shown(cores, BUSY_OTHER_CORES)
+    return (f"machine busy: other processes (the run's own input workers included) kept {shown} cores busy "
+            f"during the windows (limit {BUSY_OTHER_CORES:g}){load_text}")
 
 
 def trust_flags(values: Mapping[str, Any]) -> list[str]:

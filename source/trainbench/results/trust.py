@@ -11,7 +11,7 @@
   workers count as other, as they are other processes).
 
 A value a result lacks (a file written before it was measured, a machine without /proc/stat) gives no flag for that
-check. Every other module asks here: the console, the report and the comparison say the same thing.
+check. Every module that flags a result should ask here, so that the console, the report and a comparison agree.
 """
 
 from __future__ import annotations

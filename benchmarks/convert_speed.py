@@ -54,6 +54,7 @@ try:
 except ImportError:  # run from a plain checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "source"))
 
+from trainbench.bench.machine_load import busy_cpu_s  # the machine's busy CPU seconds (/proc/stat)
 from trainbench.data.parallel import default_workers
 from trainbench.data.synth_tree import SynthOptions, synth
 
@@ -160,12 +161,6 @@ def settle(tree: Tree, cache: str, drop: bool) -> None:
 
 
 # --- one measured member ----------------------------------------------------------------------------------------
-
-
-def busy_cpu_s() -> float:
-    """CPU seconds the whole machine has spent busy (user, nice, system, irq, softirq, steal; all cores)."""
-    fields = [int(field) for field in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,9 @@ RELEASED = ("samples_per_sec", "windows", "samples_per_sec_median", "samples_per
             "telemetry_note",
             # format 4: what the workload's samples cost, and the GPUs' share of it
             "tokens_per_sec", "parameters", "train_flops_per_sample", "flops_note", "achieved_flops", "peak_flops",
-            "mfu", "mfu_note")
+            "mfu", "mfu_note",
+            # issue 30: the windows' agreement and the machine's other load (results.trust)
+            "window_cv_pct", "window_spread_pct", "other_cpu_cores", "load_average")
 
 
 @pytest.fixture
@@ -173,15 +175,19 @@ def test_every_field_a_worker_writes_is_merged_by_its_rule() -> None:
     base = {name: None for name in names} | {"window_samples_per_sec": [10.0, 12.0], "window_s": 1.0,
                                              "timed_steps": 5, "samples_per_sec": 11.0, "step_time_median_s": 0.1}
     first = BatchResult(2, Status.OK, None, base | {"energy_j": 5.0, "temperature_max_c": 60, "windows": 2,
-                                                     "telemetry_note": "x", "gpu_telemetry": [{"index": 0}]})
+                                                     "telemetry_note": "x", "gpu_telemetry": [{"index": 0}],
+                                                     "other_cpu_cores": 0.25, "load_average": 4.0})
     second = BatchResult(2, Status.OK, None, base | {"energy_j": 7.0, "temperature_max_c": 80, "windows": 3,
-                                                      "window_s": 2.0, "gpu_telemetry": [{"index": 1}]})
+                                                      "window_s": 2.0, "gpu_telemetry": [{"index": 1}],
+                                                      "other_cpu_cores": 1.5})
     merged = merge_ranks([(0, first), (1, second)], world_size=2).values
     assert set(merged) == set(names)
     assert merged["energy_j"] == 12.0 and merged["temperature_max_c"] == 80 and merged["windows"] == 2
     assert merged["window_s"] == 2.0 and merged["telemetry_note"] == "x"
     assert merged["gpu_telemetry"] == [{"index": 0}, {"index": 1}]
     assert merged["joules_per_sample"] == pytest.approx(12.0 / (2 * 2 * 5))
+    assert (merged["other_cpu_cores"], merged["load_average"]) == (1.5, 4.0)  # the busiest rank's machine
+    assert merged["window_spread_pct"] == pytest.approx(100 * (24 - 20) / 22)  # the world's windows: 20, 24
 
 
 def test_the_lists_derive_from_the_registry_in_its_order() -> None:

@@ -41,9 +41,14 @@ def cell_at(header: str, row: str, column: str, width: int) -> str:
 # --- format_table
 
 
+def table_lines(results: list[dict[str, Any]]) -> list[str]:
+    """The table's lines without the trust flags' (these results' windows are short: see the trust line's test)."""
+    return [line for line in format_table(results).splitlines() if " trust: " not in line]
+
+
 def test_table_of_ok_results_shows_their_statistics() -> None:
     results = [ok(4), ok(8, (0.2, 0.2, 0.3, 0.25, 0.25))]
-    lines = format_table(results).splitlines()
+    lines = table_lines(results)
     assert len(lines) == 1 + len(results)  # header and one line per batch size, no failures below
     header = lines[0]
     assert [c.strip() for c in header.split("  ") if c.strip()] == list(COLUMNS)
@@ -69,7 +74,7 @@ def test_table_of_ok_results_shows_their_statistics() -> None:
 def test_table_lists_failed_batch_sizes_with_their_status_and_error() -> None:
     results = [ok(1), ok(2), failed(4, "oom", OOM_MESSAGE), failed(8, "error", "worker killed by SIGSEGV"),
                failed(16, "interrupted", "interrupted by the user")]
-    lines = format_table(results).splitlines()
+    lines = table_lines(results)
     table, notes = lines[:6], lines[6:]
     assert notes == [f"batch 4 oom: {OOM_MESSAGE}", "batch 8 error: worker killed by SIGSEGV",
                      "batch 16 interrupted: interrupted by the user"]
@@ -83,13 +88,13 @@ def test_table_lists_failed_batch_sizes_with_their_status_and_error() -> None:
 
 def test_table_of_only_failures_still_has_a_header_and_every_error() -> None:
     results = [failed(64, "oom", OOM_MESSAGE), failed(128, "oom", OOM_MESSAGE + " (again)")]
-    lines = format_table(results).splitlines()
+    lines = table_lines(results)
     assert [line.split() for line in lines[1:3]] == [["64", "oom"], ["128", "oom"]]
     assert lines[3:] == [f"batch 64 oom: {OOM_MESSAGE}", f"batch 128 oom: {OOM_MESSAGE} (again)"]
 
 
 def test_table_columns_are_right_aligned_two_spaces_apart() -> None:
-    lines = format_table([ok(1), ok(1024, (1.5, 1.6, 1.7, 1.8))]).splitlines()
+    lines = table_lines([ok(1), ok(1024, (1.5, 1.6, 1.7, 1.8))])
     assert len({len(line) for line in lines}) == 1
     assert lines[1].split()[0] == "1" and lines[2].split()[0] == "1024"
     assert lines[1].index("1") == lines[2].index("1024") + 3  # "1" right-aligned under "1024" and "batch"
@@ -97,12 +102,12 @@ def test_table_columns_are_right_aligned_two_spaces_apart() -> None:
 
 
 def test_input_columns_appear_only_for_runs_on_real_data() -> None:
-    synthetic = format_table([ok(2), failed(4, "oom", OOM_MESSAGE)]).splitlines()
+    synthetic = table_lines([ok(2), failed(4, "oom", OOM_MESSAGE)])
     assert not any(column in synthetic[0] for column in INPUT_COLUMNS)
     results = [ok(2, input_samples_per_sec=250.0, input_bound=False), ok(4, input_samples_per_sec=30.125,
                                                                           input_bound=True),
                ok(8, input_samples_per_sec=None, input_bound=None), failed(16, "oom", OOM_MESSAGE)]
-    lines = format_table(results).splitlines()
+    lines = table_lines(results)
     header = lines[0]
     assert header.endswith("input samples/s  input-bound")
     assert cell_at(header, lines[1], "input samples/s", 6) == "250.00"
@@ -115,18 +120,31 @@ def test_input_columns_appear_only_for_runs_on_real_data() -> None:
 
 
 def test_window_columns_appear_only_with_repeats() -> None:
-    single = format_table([ok(2), ok(4)]).splitlines()[0]
+    single = table_lines([ok(2), ok(4)])[0]
     assert not any(column in single for column in WINDOW_COLUMNS)
     fast, slow = ok(2, (0.1, 0.1)), ok(2, (0.2, 0.2))
     repeated = ok(2, (0.1, 0.1), windows=3, samples_per_sec_min=slow["samples_per_sec"],
                   samples_per_sec_max=fast["samples_per_sec"])
-    lines = format_table([repeated, ok(4), failed(8, "oom", OOM_MESSAGE)]).splitlines()
+    lines = table_lines([repeated, ok(4), failed(8, "oom", OOM_MESSAGE)])
     header = lines[0]
-    assert header.endswith("windows  min samples/s  max samples/s")
+    assert header.endswith("windows  min samples/s  max samples/s  CV %  spread %")
+    assert cell_at(header, lines[1], "spread %", 4) == "0.00"  # three equal windows
     assert cell_at(header, lines[1], "windows", 1) == "3"
     assert cell_at(header, lines[1], "min samples/s", 5) == f"{slow['samples_per_sec']:.2f}" == "10.00"
     assert cell_at(header, lines[1], "max samples/s", 5) == f"{fast['samples_per_sec']:.2f}" == "20.00"
     assert cell_at(header, lines[2], "windows", 1) == "1"  # a single window among repeated ones
+
+
+def test_trust_flags_follow_the_table_and_the_failures() -> None:
+    steady = ok(4, (2.5, 2.5, 2.5))  # one 7.5 s window on a quiet machine: nothing to say
+    busy = ok(8, (2.5, 2.5, 2.5), other_cpu_cores=1.25, load_average=3.1)
+    short = ok(16)  # 0.46 s
+    lines = format_table([steady, busy, short, failed(32, "oom", OOM_MESSAGE)]).splitlines()
+    assert lines[5:] == [
+        f"batch 32 oom: {OOM_MESSAGE}",
+        "batch 8 trust: machine busy: other processes (the run's own input workers included) kept 1.25 cores busy "
+        "during the windows (limit 0.5); load average 3.1",
+        "batch 16 trust: windows of 0.46 s, under the 5 s minimum: time more steps (--steps)"]
 
 
 # --- format_fields and aligned

@@ -70,9 +70,13 @@ def test_several_windows_pool_their_images_and_report_their_spread() -> None:
     assert (summary["windows"], summary["timed_steps"], summary["warmup_steps"]) == (3, 12, 1)
     assert summary["window_s"] == pytest.approx(1.7)
     assert summary["step_time_median_s"] == pytest.approx(0.125)
+    # how much they disagree: (80 - 40) / 64 and the sample standard deviation (ddof 1) over the mean, in percent
+    assert summary["window_spread_pct"] == pytest.approx(62.5)
+    assert summary["window_cv_pct"] == pytest.approx(100 * 20.1329 / (184 / 3), rel=1e-5)
 
 
 def test_one_window_has_no_spread_of_its_own() -> None:
     summary = summarize(2, Window(warmup_s=(), step_s=(0.1, 0.1), window_s=0.2))
     assert summary["windows"] == 1
     assert summary["samples_per_sec_min"] == summary["samples_per_sec_max"] == summary["samples_per_sec"]
+    assert summary["window_cv_pct"] is None and summary["window_spread_pct"] is None

@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import math
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -76,7 +78,8 @@ def timeline_rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(rows))
 
 
-def test_energy_power_clock_and_throttling_of_a_window(nvml: Callable[..., ModuleType], tmp_path: Path) -> None:
+def test_energy_power_clock_and_throttling_of_a_window(nvml: Callable[..., ModuleType], tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
     standin = nvml([h100(0)])
     timeline = tmp_path / "telemetry" / "batch_16.csv"
     done = measure(config(steps=20, windows=2), sleeping(), timeline)  # type: ignore[arg-type]
@@ -102,6 +105,11 @@ def test_energy_power_clock_and_throttling_of_a_window(nvml: Callable[..., Modul
     assert values["telemetry_samples"] == len(samples) >= 10
     assert {row["window"] for row in samples} == {"0", "1"}
     assert standin.open_count == 0  # every nvmlInit matched by a shutdown
+    # the trust signals: the two windows' agreement and the machine's other load (read at the windows' edges)
+    assert all(math.isfinite(values[name]) and values[name] >= 0
+               for name in ("window_cv_pct", "window_spread_pct", "other_cpu_cores", "load_average"))
+    assert values["window_spread_pct"] >= values["window_cv_pct"]  # two windows: range / median >= std / mean
+    assert re.search(r"batch 16: trust: windows of 0\.\d+ s, under the 5 s minimum", capsys.readouterr().out)
 
 
 def test_the_worker_reads_the_gpu_cuda_shows_it(nvml: Callable[..., ModuleType], tmp_path: Path,

@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from trainbench.bench.stats import window_spread
 from trainbench.bench.work import world_values
 from trainbench.results import fields
 from trainbench.results.fields import Merge
@@ -86,6 +87,7 @@ def _world(ranked: Sequence[tuple[int, BatchResult]], world_size: int) -> dict[s
         "samples_per_sec_median": statistics.median(rates),
         "samples_per_sec_min": min(rates),
         "samples_per_sec_max": max(rates),
+        **window_spread(rates),
         "world_size": world_size,
         "ranks": [_rank_row(rank, result) for rank, result in ranked],
         "joules_per_sample": energy / samples if energy is not None and samples else None,

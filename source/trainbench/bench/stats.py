@@ -21,6 +21,17 @@ def median_abs_deviation(values: np.ndarray) -> float:
     return float(np.median(np.abs(values - np.median(values))))
 
 
+def window_spread(rates: Sequence[float]) -> dict[str, float | None]:
+    """How much the windows' own samples/s disagree, in percent: the coefficient of variation (sample standard
+    deviation, ddof 1, over the mean) and the spread ((max - min) / median). None with one window: it has no spread
+    of its own."""
+    if len(rates) < 2:
+        return {"window_cv_pct": None, "window_spread_pct": None}
+    values = np.asarray(rates, dtype=np.float64)
+    return {"window_cv_pct": float(100 * np.std(values, ddof=1) / np.mean(values)),
+            "window_spread_pct": float(100 * (values.max() - values.min()) / np.median(values))}
+
+
 def summarize(batch_size: int, window: Window) -> dict[str, Any]:
     """The result fields of one batch size measured in one window (see README, "Results")."""
     return summarize_windows(batch_size, [window])
@@ -28,8 +39,8 @@ def summarize(batch_size: int, window: Window) -> dict[str, Any]:
 
 def summarize_windows(batch_size: int, windows: Sequence[Window]) -> dict[str, Any]:
     """The result fields of one batch size measured in one or more back-to-back windows: samples_per_sec over all of
-    them together (all timed images / all timed wall time), the spread of the windows' own images/s, and the
-    step-time statistics over every timed step."""
+    them together (all timed images / all timed wall time), the spread of the windows' own samples/s (their range,
+    and in percent ``window_spread``), and the step-time statistics over every timed step."""
     steps = np.concatenate([np.asarray(w.step_s, dtype=np.float64) for w in windows])
     p10, median, p90 = np.percentile(steps, [10, 50, 90])
     window_s = float(sum(w.window_s for w in windows))
@@ -41,6 +52,7 @@ def summarize_windows(batch_size: int, windows: Sequence[Window]) -> dict[str, A
         "samples_per_sec_min": min(rates),
         "samples_per_sec_max": max(rates),
         "window_samples_per_sec": rates,
+        **window_spread(rates),
         "step_time_median_s": float(median),
         "step_time_p10_s": float(p10),
         "step_time_p90_s": float(p90),

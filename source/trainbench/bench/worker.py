@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from trainbench.bench.input_bench import InputBench, is_input_bound, measure_input
+from trainbench.bench.machine_load import MachineLoad
 from trainbench.bench.stats import summarize_windows
-from trainbench.bench.timing import run_window
+from trainbench.bench.timing import EdgeHook, run_window
 from trainbench.bench.work import peak_of, runner_values
 from trainbench.config import BenchConfig, bench_config_from_dict
 from trainbench.engines import load_engine
@@ -35,6 +36,7 @@ from trainbench.report.console import per_second
 from trainbench.results.failure import failure_status, one_line
 from trainbench.results.files import rank_file, write_json_atomic
 from trainbench.results.records import BatchResult, Status
+from trainbench.results.trust import trust_text
 from trainbench.telemetry.nvml import gpu_state
 from trainbench.telemetry.recorder import WindowTelemetry
 
@@ -130,9 +132,17 @@ class Measurement:
 Measure = Callable[[BenchConfig, Engine, Path | None], Measurement]  # the last: where the GPU timeline goes
 
 
+def _both(first: EdgeHook, second: EdgeHook) -> EdgeHook:
+    def edge() -> None:
+        first()
+        second()
+    return edge
+
+
 def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -> Measurement:
     """The timed windows of one batch size (after the input pipeline alone, with --data), with the GPUs'
-    telemetry: energy and throttle counters at every window's edges, the sampled timeline into ``timeline``."""
+    telemetry: energy and throttle counters at every window's edges, the sampled timeline into ``timeline``; and
+    the machine's load (``bench.machine_load``), read at the edges nearest the window's clock."""
     pipeline_rate = input_rate(config) if config.data is not None else None
     runner = engine.make_runner(config)
     compile_s = runner.compile_s  # torch --compile / --cuda-graph: done before any window
@@ -144,18 +154,22 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
     telemetry = WindowTelemetry.open(config.model.device, timeline, config.telemetry_interval_s,
                                      every_gpu=engine.capabilities.drives_every_gpu,
                                      local_rank=process_place().local_rank)
+    load = MachineLoad()
     try:
         # One warm-up, then the windows back to back: each synchronised at both edges, each its own images/s sample.
         windows = [run_window(runner, config.warmup_steps if i == 0 else 0, config.steps,
                               sync_every_step=config.sync_every_step, after_step=telemetry.step_hooks,
-                              at_start=partial(telemetry.window_start, i), at_end=partial(telemetry.window_end, i))
+                              at_start=_both(partial(telemetry.window_start, i), load.window_start),
+                              at_end=_both(load.window_end, partial(telemetry.window_end, i)))
                    for i in range(config.windows)]
     finally:
         telemetry.close()
     samples = runner.samples_per_step * config.steps * config.windows
     values = {**summarize_windows(runner.samples_per_step, windows), "gpus_at_window_end": gpu_state(),
               "compile_s": compile_s,
-              **telemetry.values([window.window_s for window in windows], samples)}
+              **telemetry.values([window.window_s for window in windows], samples), **load.values()}
+    if load.note:
+        print(f"batch {config.batch_size}: {load.note}", flush=True)
     peak = peak_of(config.model.device, [gpu.name for gpu in telemetry.gpus], config.model.precision)
     values.update(runner_values(runner, values["samples_per_sec"], peak))
     if pipeline_rate is not None:
@@ -163,6 +177,8 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
         values["input_bound"] = is_input_bound(pipeline_rate, values["samples_per_sec"])
     print(f"batch {config.batch_size}: {rate_text(values, config.model.spec.sample_unit)}{_energy_text(values)}",
           flush=True)
+    if trust := trust_text(values):
+        print(f"batch {config.batch_size}: trust: {trust}", flush=True)
     return Measurement(BatchResult(config.batch_size, Status.OK, None, values), list(windows[0].warmup_s),
                        [seconds for window in windows for seconds in window.step_s])
 

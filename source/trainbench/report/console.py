@@ -9,6 +9,7 @@ from trainbench import workloads
 from trainbench.results import fields
 from trainbench.results.fields import Field, Group
 from trainbench.results.records import Status
+from trainbench.results.trust import trust_text
 
 LEAD_COLUMNS = ("batch", "status")
 ALWAYS = (Group.THROUGHPUT, Group.TIMING)  # shown on every table; the spread only with more than one window
@@ -88,12 +89,20 @@ def _row(result: dict[str, Any], shown: Sequence[Field]) -> tuple[str, ...]:
 
 def format_table(results: Sequence[dict[str, Any]], sample_unit: str = "sample") -> str:
     """A fixed-width table, one line per batch size (the fields with a console header: ``console_fields``), with
-    failures' messages listed below it; rates in the workload's ``sample_unit`` ("images/s")."""
+    failures' messages listed below it, then the ok results' trust flags (``results.trust``); rates in the
+    workload's ``sample_unit`` ("images/s")."""
     shown = [f for f in console_fields() if _shown(f, results)]
     header = (*LEAD_COLUMNS, *(unit_header(f.console, sample_unit) for f in shown))
     lines = aligned([header, *(_row(result, shown) for result in results)])
     lines.extend(f"batch {r['batch_size']} {r['status']}: {r['error']}" for r in results if r["status"] != Status.OK)
+    lines.extend(trust_lines(results))
     return "\n".join(lines)
+
+
+def trust_lines(results: Sequence[dict[str, Any]]) -> list[str]:
+    """"batch 8 trust: windows of 1.2 s, ..." for each ok result that a trust check flags."""
+    flagged = ((r["batch_size"], trust_text(r)) for r in results if r["status"] == Status.OK)
+    return [f"batch {batch} trust: {text}" for batch, text in flagged if text]
 
 
 def aligned(rows: Sequence[Sequence[str]]) -> list[str]:

@@ -57,6 +57,7 @@ class Group(StrEnum):
     STATE = "state"  # the GPUs as they were at a moment
     PROFILE = "profile"  # a profiled window's record
     WORK = "work"  # what one sample costs (parameters, FLOPs), tokens/s, and the FLOP/s and MFU they give
+    LOAD = "load"  # other work on the machine during the timed windows (bench.machine_load)
 
 
 JSON, CSV, TABLE, PROFILE = Where.SUMMARY_JSON, Where.SUMMARY_CSV, Where.RESULTS_CSV, Where.PROFILE_JSON
@@ -167,6 +168,20 @@ FIELDS: tuple[Field, ...] = (
           "model FLOPs utilisation: achieved_flops / peak_flops; None on the CPU or an unknown GPU (see mfu_note)",
           measured=True, console="MFU %", modelled=True),
     Field("mfu_note", "", FLAT, Merge.JOIN, Group.WORK, "the peak MFU is measured against, or why there is no MFU"),
+    # How far a result can be trusted (results.trust flags it): the windows' agreement, and other work on the machine
+    # across the windows (bench.machine_load; None where /proc/stat cannot be read, or in files written before).
+    Field("window_cv_pct", "%", RUN, Merge.WORLD, Group.SPREAD,
+          "coefficient of variation of the windows' own samples/s: sample standard deviation (ddof 1) / mean x 100; "
+          "None with one window", measured=True, console="CV %"),
+    Field("window_spread_pct", "%", RUN, Merge.WORLD, Group.SPREAD,
+          "(fastest - slowest window's samples/s) / their median x 100; None with one window", measured=True,
+          console="spread %"),
+    Field("other_cpu_cores", "cores", FLAT, Merge.MAX, Group.LOAD,
+          "the mean number of cores that processes other than the measuring one kept busy during a window (the "
+          "busiest window's; the run's own DataLoader workers and other ranks count as other): /proc/stat's busy "
+          "time less the process's own CPU time, over the window's wall time", measured=True),
+    Field("load_average", "", FLAT, Merge.MAX, Group.LOAD,
+          "the machine's 1-minute load average read at a window's end (the highest)"),
 )
 
 BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}

@@ -47,12 +47,11 @@ class Mutation:
 
 MUTATIONS: tuple[Mutation, ...] = (
     # --- the thirteen
-    Mutation("compare pools the steps of every batch size", "source/trainbench/bench/compare.py",
-             'p_value, sample = _p_value(a, b, run_a.steps.loc[run_a.steps["batch_size"] == batch, "seconds"],\n'
-             '                                   run_b.steps.loc[run_b.steps["batch_size"] == batch, "seconds"])',
-             'p_value, sample = _p_value(a, b, run_a.steps["seconds"],\n'
-             '                                   run_b.steps["seconds"])',
-             ("tests/test_compare.py", "tests/test_report_html.py")),
+    Mutation("compare tests every batch size on the smallest one's windows", "source/trainbench/bench/compare.py",
+             "verdict = compare_results(a.values, b.values, alpha=alpha)",
+             "verdict = compare_results(run_a.results[min(run_a.results)].values,\n"
+             "                                  run_b.results[min(run_b.results)].values, alpha=alpha)",
+             ("tests/test_compare.py",)),
     Mutation("input-bound threshold 1.1 x -> 1.0 x", "source/trainbench/bench/input_bench.py",
              "INPUT_HEADROOM = 1.1", "INPUT_HEADROOM = 1.0",
              ("tests/test_input_bound.py",)),
@@ -108,7 +107,16 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/test_coreutil_units.py", "tests/test_coreutil_values.py")),
     # --- more, on modules that compute or compare numbers
     Mutation("compare's change the wrong way round", "source/trainbench/bench/compare.py",
-             '"change_pct": 100.0 * (rate_b / rate_a - 1.0),', '"change_pct": 100.0 * (rate_a / rate_b - 1.0),',
+             "verdict = compare_results(a.values, b.values, alpha=alpha)",
+             "verdict = compare_results(b.values, a.values, alpha=alpha)",
+             ("tests/test_compare.py",)),
+    Mutation("compare ignores --alpha", "source/trainbench/bench/compare.py",
+             "verdict = compare_results(a.values, b.values, alpha=alpha)",
+             "verdict = compare_results(a.values, b.values)",
+             ("tests/test_compare.py",)),
+    Mutation("versions in two notations taken for a setting difference", "source/trainbench/bench/compare.py",
+             "for key in differing({k: a[k] for k in common}, {k: b[k] for k in common})]",
+             "for key in common if a[key] != b[key]]",
              ("tests/test_compare.py",)),
     Mutation("throughput counts one step too few", "source/trainbench/bench/stats.py",
              "return batch_size * steps / window_s", "return batch_size * (steps - 1) / window_s",

@@ -91,7 +91,6 @@ def test_kept_format_1_throughput_runs_still_read() -> None:
     assert run.header["framework"] == "torch" and "format" not in run.header
     ok = [r for r in run.results.values() if r.ok]
     assert ok and all(r.values["samples_per_sec"] > 0 for r in ok)
-    assert set(run.steps["batch_size"]) == {r.batch_size for r in ok}
 
 
 def test_kept_format_1_profile_runs_read_with_the_renamed_field() -> None:

@@ -1,12 +1,14 @@
-"""Compare two throughput runs batch size by batch size, with a significance test on their step times.
+"""Compare two throughput runs batch size by batch size, with a significance test on their windows.
 
-A difference is called significant only when the two samples are unlikely to come from one distribution: a
-two-sided Mann-Whitney U test, which assumes no normality (pyperf's ``compare_to`` asks the same question with a
-t-test). The samples are the windows' own images/s when both runs timed at least MIN_WINDOWS windows per batch
-size (``--windows``), else the per-step intervals of each run's ``steps.csv`` (which are correlated in time, so
-their test is the weaker one). Throughput is each run's
-images / timed wall time. A comparison also says which settings of the two runs differ (model, data, GPU, ...),
-since a change measured across different settings is not a change of the code or the machine alone.
+The verdict is ``results.significance.compare_results``, the one the report gives too: Welch's t-test on the windows'
+own samples/s (``--windows``), the change of overall samples/s (all samples / all timed wall time) with its 95 %
+interval, and a sentence. With one window a side there is no test, and the sentence says how many windows are
+needed: per-step times are correlated in time, so they are no sample for an honest test, and steps.csv is not read.
+
+A comparison also says which settings of the two runs differ (``settings_sentence``): a change measured across two
+or more settings is the effect of none of them alone. Settings are what is measured (``SETTINGS``, the model's
+options, the GPUs); versions, driver, CPU and Python are the environment, listed apart (``environment_sentence``).
+Versions are equal in any notation (cuDNN 90100 is "9"): ``results.run_settings``.
 """
 
 from __future__ import annotations
@@ -18,23 +20,25 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from scipy.stats import mannwhitneyu
 
 from trainbench.config import float_problem
 from trainbench.errors import UsageError
 from trainbench.results import fields
-from trainbench.results.layout import ENV, STEPS, SUMMARY
+from trainbench.results.layout import ENV, SUMMARY
 from trainbench.results.records import BatchResult
+from trainbench.results.run_settings import differing
+from trainbench.results.significance import compare_results
 from trainbench.results.store import read_summary
 
 RATE = fields.SAMPLES_PER_SEC  # what is compared; each window's own in WINDOWS
 WINDOWS = fields.WINDOW_SAMPLES_PER_SEC
-COLUMNS = ["batch_size", f"{RATE}_a", f"{RATE}_b", "change_pct", "p_value", "significant", "sample",
+COLUMNS = ["batch_size", f"{RATE}_a", f"{RATE}_b", "change_pct", "change_low_pct", "change_high_pct", "p_value",
+           "significant", "windows_a", "windows_b", "verdict",
            f"{fields.TOKENS_PER_SEC}_a", f"{fields.TOKENS_PER_SEC}_b", f"{fields.MFU}_a", f"{fields.MFU}_b"]
-MIN_WINDOWS = 3  # with fewer, Mann-Whitney cannot reach p < 0.1 on windows alone
 # summary.json's header fields that change what is measured; "model" is compared field by field.
 SETTINGS = ("workload", "framework", "precision", "image_size", "device", "data", "warmup_steps", "timed_steps",
             "sync_every_step")
+Difference = tuple[str, Any, Any]  # (setting, A's value, B's value)
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,6 @@ class ComparedRun:
     path: Path
     header: dict[str, Any]  # summary.json's settings (without its results and format version)
     results: dict[int, BatchResult]  # by batch size
-    steps: pd.DataFrame  # the timed steps (batch_size, seconds); empty when no batch size succeeded
     env: dict[str, Any]  # env.json, {} when absent
 
 
@@ -79,21 +82,6 @@ def _check_measured(path: Path, position: int, result: BatchResult) -> BatchResu
     return result
 
 
-def _read_steps(run_dir: Path, needed: bool) -> pd.DataFrame:
-    path = run_dir / STEPS
-    if not needed and not path.exists():
-        return pd.DataFrame({"batch_size": [], "seconds": []})
-    try:
-        steps = pd.read_csv(path)
-        timed = steps.loc[steps["phase"] == "timed", ["batch_size", "seconds"]]
-        timed = timed.astype({"batch_size": "int64", "seconds": "float64"})
-    except (OSError, ValueError, KeyError, pd.errors.ParserError) as error:
-        raise _bad(path, f"not a throughput run's steps.csv ({type(error).__name__}: {error})") from None
-    if not timed["seconds"].map(math.isfinite).all() or (timed["seconds"] < 0).any():
-        raise _bad(path, "a timed step's seconds is negative or not finite")
-    return timed
-
-
 def load_run(run_dir: Path) -> ComparedRun:
     """A run folder checked for the shape compare relies on; a one-line UsageError naming the file otherwise."""
     if not run_dir.is_dir():
@@ -108,43 +96,86 @@ def load_run(run_dir: Path) -> ComparedRun:
     env_path = run_dir / ENV
     env = _read_json(env_path) if env_path.exists() else {}
     by_batch = {r.batch_size: r for r in results}
-    steps = _read_steps(run_dir, needed=bool(summary.ok_results()))
-    return ComparedRun(run_dir, summary.header, by_batch, steps, env if isinstance(env, dict) else {})
+    return ComparedRun(run_dir, summary.header, by_batch, env if isinstance(env, dict) else {})
 
 
-def _flat_settings(run: ComparedRun) -> dict[str, Any]:
+# --- settings and environment -----------------------------------------------------------------------------------
+
+
+def measured_settings(run: ComparedRun) -> dict[str, Any]:
+    """What decides the number measured: the header's ``SETTINGS``, the model's options and the GPUs (the GPUs only
+    where env.json reports on them: an absent file is no "none")."""
     settings = {key: run.header.get(key) for key in SETTINGS if key in run.header}
     model = run.header.get("model")
     if isinstance(model, dict):
         settings.update({f"model.{key}": value for key, value in model.items() if key not in SETTINGS})
-    gpu = found if isinstance(found := run.env.get("gpu"), dict) else {}
-    gpus = [g.get("name") for g in gpu.get("gpus", []) if isinstance(g, dict)]
-    settings["gpus"] = ", ".join(str(name) for name in gpus) or "none"
-    for key in ("driver",):
-        if gpu.get(key) is not None:
-            settings[f"gpu {key}"] = gpu[key]
-    for key in ("cpu_model", "trainbench_version", "python"):
-        if run.env.get(key) is not None:
-            settings[key] = run.env[key]
-    framework = run.env.get("framework")
-    if isinstance(framework, dict):
-        settings.update({f"version of {name}": version for name, version in framework.items()})
+    if "gpu" in run.env:
+        gpu = found if isinstance(found := run.env.get("gpu"), dict) else {}
+        gpus = [g.get("name") for g in gpu.get("gpus", []) if isinstance(g, dict)]
+        settings["gpus"] = ", ".join(str(name) for name in gpus) or "none"
     return settings
 
 
-def setting_differences(run_a: ComparedRun, run_b: ComparedRun) -> list[tuple[str, Any, Any]]:
-    """(setting, A's value, B's value) for each setting recorded in both runs that differs."""
-    a, b = _flat_settings(run_a), _flat_settings(run_b)
-    return [(key, a[key], b[key]) for key in a if key in b and a[key] != b[key]]
+def environment(run: ComparedRun) -> dict[str, Any]:
+    """What the run happened to run on, not what was asked for: driver, CPU, Python, trainbench and library
+    versions (env.json's; host and time are left out: they differ between any two runs)."""
+    found: dict[str, Any] = {}
+    gpu = run.env.get("gpu")
+    if isinstance(gpu, dict) and gpu.get("driver") is not None:
+        found["gpu driver"] = gpu["driver"]
+    for key in ("cpu_model", "trainbench_version", "python"):
+        if run.env.get(key) is not None:
+            found[key] = run.env[key]
+    framework = run.env.get("framework")
+    if isinstance(framework, dict):  # its "framework" name is a setting, its "devices" no version
+        found.update({f"version of {name}": version for name, version in framework.items()
+                      if name != "framework" and isinstance(version, str | int) and not isinstance(version, bool)})
+    return found
 
 
-def _p_value(a: BatchResult, b: BatchResult, steps_a: pd.Series, steps_b: pd.Series) -> tuple[float, str]:
-    windows_a, windows_b = a.get(WINDOWS) or [], b.get(WINDOWS) or []
-    if min(len(windows_a), len(windows_b)) >= MIN_WINDOWS:
-        return float(mannwhitneyu(windows_a, windows_b, alternative="two-sided").pvalue), "windows"
-    if steps_a.empty or steps_b.empty:
-        return math.nan, "steps"  # steps.csv lost rows: no test, never a made-up verdict
-    return float(mannwhitneyu(steps_a, steps_b, alternative="two-sided").pvalue), "steps"
+def _differences(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
+    """The settings recorded in both that differ (versions equal in any notation): a setting one run's files
+    predate is not known to differ."""
+    common = [key for key in a if key in b]
+    return [(key, a[key], b[key]) for key in differing({k: a[k] for k in common}, {k: b[k] for k in common})]
+
+
+def split_differences(run_a: ComparedRun, run_b: ComparedRun) -> tuple[list[Difference], list[Difference]]:
+    """(measured settings that differ, environment that differs)."""
+    return (_differences(measured_settings(run_a), measured_settings(run_b)),
+            _differences(environment(run_a), environment(run_b)))
+
+
+def setting_differences(run_a: ComparedRun, run_b: ComparedRun) -> list[Difference]:
+    """(setting, A's value, B's value) for each setting or environment entry recorded in both runs that differs:
+    the measured settings first."""
+    measured, env = split_differences(run_a, run_b)
+    return measured + env
+
+
+def _values(differences: list[Difference]) -> str:
+    return "; ".join(f"{name} (A {a}, B {b})" for name, a, b in differences)
+
+
+def settings_sentence(run_a: ComparedRun, run_b: ComparedRun) -> str:
+    """Whether a change between the runs can be one setting's effect, in one sentence."""
+    measured, _ = split_differences(run_a, run_b)
+    if not measured:
+        return "The runs differ in no setting: the change is the machine's or the code's."
+    if len(measured) == 1:
+        return f"The runs differ in one setting: {_values(measured)}."
+    names = ", ".join(name for name, _, _ in measured)
+    return (f"These runs differ in {len(measured)} settings ({names}): a change below is not the effect of any one "
+            "of them.")
+
+
+def environment_sentence(run_a: ComparedRun, run_b: ComparedRun) -> str | None:
+    """"environment differs: python (A 3.11.9, B 3.12.3); ..." or None when it does not."""
+    _, env = split_differences(run_a, run_b)
+    return f"environment differs: {_values(env)}" if env else None
+
+
+# --- the comparison ---------------------------------------------------------------------------------------------
 
 
 def workload_of(run: ComparedRun) -> str:
@@ -161,8 +192,10 @@ def refuse_unlike(run_a: ComparedRun, run_b: ComparedRun) -> None:
 
 
 def compare_loaded(run_a: ComparedRun, run_b: ComparedRun, alpha: float = 0.05) -> pd.DataFrame:
-    """One row per batch size measured successfully in both runs; change_pct is B's samples/s over A's; tokens/s
-    and MFU of each where recorded (None otherwise). Runs of different workloads are refused."""
+    """One row per batch size measured successfully in both runs: ``compare_results``'s verdict (change_pct: B's
+    samples/s over A's; its interval and Welch's p, NaN without a test, with fewer than 2 windows a side;
+    significant: None then); tokens/s and MFU of each where recorded (None otherwise). Runs of different
+    workloads are refused."""
     problem = float_problem(alpha, 0.0, 1.0, above=True, below=True)
     if problem is not None:
         raise UsageError(f"--alpha {problem}")
@@ -172,21 +205,25 @@ def compare_loaded(run_a: ComparedRun, run_b: ComparedRun, alpha: float = 0.05) 
         a, b = run_a.results[batch], run_b.results[batch]
         if not (a.ok and b.ok):
             continue
-        p_value, sample = _p_value(a, b, run_a.steps.loc[run_a.steps["batch_size"] == batch, "seconds"],
-                                   run_b.steps.loc[run_b.steps["batch_size"] == batch, "seconds"])
-        rate_a, rate_b = a.values[RATE], b.values[RATE]
+        verdict = compare_results(a.values, b.values, alpha=alpha)
         rows.append({
             "batch_size": batch,
-            f"{RATE}_a": rate_a,
-            f"{RATE}_b": rate_b,
-            "change_pct": 100.0 * (rate_b / rate_a - 1.0),
-            "p_value": p_value,
-            "significant": bool(p_value < alpha),
-            "sample": sample,
+            f"{RATE}_a": a.values[RATE],
+            f"{RATE}_b": b.values[RATE],
+            "change_pct": verdict.change_pct,
+            "change_low_pct": verdict.low_pct,
+            "change_high_pct": verdict.high_pct,
+            "p_value": verdict.p_value,
+            "significant": verdict.significant,
+            "windows_a": verdict.samples_a,
+            "windows_b": verdict.samples_b,
+            "verdict": verdict.text,
             **{f"{name}_{side}": result.values.get(name) for name in (fields.TOKENS_PER_SEC, fields.MFU)
                for side, result in (("a", a), ("b", b))},
         })
-    return pd.DataFrame(rows, columns=COLUMNS)
+    # significant stays True/False/None (no verdict); the interval and p are numbers, NaN without a test
+    return pd.DataFrame(rows, columns=COLUMNS).astype(
+        {"significant": object, "p_value": float, "change_low_pct": float, "change_high_pct": float})
 
 
 def compare_runs(run_a: Path, run_b: Path, alpha: float = 0.05) -> pd.DataFrame:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import math
 from pathlib import Path
 from typing import Any
 
 from trainbench.cli.options import path_text, real_number
-from trainbench.report.console import per_second, sample_unit_of
+from trainbench.report.console import aligned, per_second, sample_unit_of
 
 # A significance level: strictly between 0 and 1.
 PROBABILITY = real_number(0.0, 1.0, above=True, below=True)
@@ -17,10 +17,11 @@ PROBABILITY = real_number(0.0, 1.0, above=True, below=True)
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare two throughput runs with a significance test",
-        description="Per batch size: samples/s of both runs (in the workload's unit; tokens/s and MFU where "
-        "recorded; runs of different workloads are refused), B's change over A, and a two-sided Mann-Whitney U "
-        "test on the windows' samples/s when both runs timed 3 or more windows (--windows), else on their step "
-        "times (significant when p < --alpha). Settings in which the runs differ are listed first.",
+        description="Whether the runs differ in one setting, in several (then a change is no one setting's effect) "
+        "or in none; then per batch size: samples/s of both runs (in the workload's unit; tokens/s and MFU where "
+        "recorded; runs of different workloads are refused), B's change over A with its 95 % interval, and "
+        "Welch's t-test on the windows' samples/s (significant when p < --alpha). Runs need 2 or more windows a "
+        "side for a verdict (--windows 3 or more for a useful one).",
     )
     parser.add_argument("run_a", type=path_text, metavar="RUN_A", help="baseline run folder")
     parser.add_argument("run_b", type=path_text, metavar="RUN_B", help="run folder compared with it")
@@ -30,33 +31,65 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # pandas and scipy: loaded only for this command
-    from trainbench.bench.compare import compare_loaded, load_run, setting_differences, statuses
+    from trainbench.bench.compare import (
+        compare_loaded,
+        environment_sentence,
+        load_run,
+        settings_sentence,
+        split_differences,
+        statuses,
+    )
 
     run_a, run_b = load_run(Path(args.run_a)), load_run(Path(args.run_b))
     table = compare_loaded(run_a, run_b, args.alpha)
-    for setting, value_a, value_b in setting_differences(run_a, run_b):
-        print(f"note: the runs differ in {setting}: A {value_a}, B {value_b}")
+    print(settings_sentence(run_a, run_b))
+    measured, _ = split_differences(run_a, run_b)
+    if len(measured) > 1:  # the sentence names them; their values here
+        for setting, value_a, value_b in measured:
+            print(f"  {setting}: A {value_a}, B {value_b}")
+    if (env := environment_sentence(run_a, run_b)) is not None:
+        print(env)
     if table.empty:
         print(f"no batch size was measured successfully in both runs (A: {statuses(run_a)}; B: {statuses(run_b)})")
         return 1
-    unit = per_second(sample_unit_of(run_a.header))
-    for row in table.itertuples():
-        verdict = "significant" if row.significant else "not significant"
-        print(f"batch {row.batch_size}: {row.samples_per_sec_a:.2f} -> {row.samples_per_sec_b:.2f} {unit} "
-              f"({row.change_pct:+.1f} %), p = {row.p_value:.3g} over {row.sample}: {verdict}{_work_text(row)}")
+    rows = table.to_dict("records")
+    print("\n".join(aligned(_table(rows, per_second(sample_unit_of(run_a.header))))))
+    for row in rows:
+        print(f"batch {row['batch_size']}: {row['verdict']}")
     return 0
 
 
-def _pair(a: Any, b: Any, text: Callable[[float], str]) -> str:
-    """"A -> B", a side without the value shown as "-"; "" when neither has it."""
-    present = [value is not None and value == value for value in (a, b)]  # NaN: the table's missing value
-    if not any(present):
-        return ""
-    return " -> ".join(text(value) if here else "-" for value, here in zip((a, b), present, strict=True))
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))  # NaN: the table's missing value
 
 
-def _work_text(row: Any) -> str:
-    """"; 5120 -> 5390 tokens/s; MFU 31.2 -> 33.0 %" where the runs recorded them."""
-    tokens = _pair(row.tokens_per_sec_a, row.tokens_per_sec_b, lambda v: f"{v:.0f}")
-    mfu = _pair(row.mfu_a, row.mfu_b, lambda v: f"{100 * v:.1f}")
-    return (f"; {tokens} tokens/s" if tokens else "") + (f"; MFU {mfu} %" if mfu else "")
+def _rate(value: Any) -> str:
+    """4 significant digits (1560, 98.25, 0.5000), all of a whole number's; "-" when missing."""
+    if _missing(value):
+        return "-"
+    digits = 3 - math.floor(math.log10(abs(value))) if value else 0
+    return f"{value:.{max(0, digits)}f}"
+
+
+def _change(row: dict[str, Any]) -> str:
+    """"+12.3 % [+10.1, +14.6]": the change and its interval (without a test, the change alone)."""
+    text = f"{row['change_pct']:+.1f} %"
+    if _missing(row["change_low_pct"]):
+        return text
+    return f"{text} [{row['change_low_pct']:+.1f}, {row['change_high_pct']:+.1f}]"
+
+
+def _table(rows: list[dict[str, Any]], unit: str) -> list[tuple[str, ...]]:
+    """The header and a line per batch size; tokens/s and MFU columns only where a run recorded them."""
+    extra = [(name, header, text) for name, header, text in (
+        ("tokens_per_sec", "tokens/s", _rate), ("mfu", "MFU %", lambda v: "-" if _missing(v) else f"{100 * v:.1f}"))
+        if any(not _missing(row[f"{name}_{side}"]) for row in rows for side in "ab")]
+    header = ("batch", f"A {unit}", f"B {unit}", "change [95 % interval]", "p", "windows A/B",
+              *(f"{side.upper()} {title}" for _, title, _ in extra for side in "ab"))
+    lines = [header]
+    for row in rows:
+        p_value = "-" if _missing(row["p_value"]) else f"{row['p_value']:.2g}"
+        lines.append((str(row["batch_size"]), _rate(row["samples_per_sec_a"]), _rate(row["samples_per_sec_b"]),
+                      _change(row), p_value, f"{row['windows_a']}/{row['windows_b']}",
+                      *(text(row[f"{name}_{side}"]) for name, _, text in extra for side in "ab")))
+    return lines

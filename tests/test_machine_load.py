@@ -113,3 +113,19 @@ def test_a_real_short_window_on_this_machine_reads_numbers() -> None:
     assert load.note is None
     assert values["other_cpu_cores"] is not None and 0.0 <= values["other_cpu_cores"] <= (os.cpu_count() or 1) * 2
     assert values["load_average"] is not None and values["load_average"] >= 0.0
+
+
+def test_the_run_s_own_children_are_its_own_not_other_work() -> None:
+    """A child in this session that burns CPU is counted as this run's (session_cpu_s), not as other load."""
+    import subprocess
+    import sys
+
+    from trainbench.bench.machine_load import session_cpu_s
+
+    before = session_cpu_s()
+    burn = "import time\nend = time.time() + 1.0\nwhile time.time() < end: pass"
+    child = subprocess.Popen([sys.executable, "-c", burn])
+    time.sleep(0.8)  # read while the child lives: its CPU is in /proc/<pid>/stat
+    during = session_cpu_s()
+    child.wait()
+    assert during - before >= 0.3  # the child's busy loop, not only this process's sleep

@@ -142,7 +142,7 @@ def test_trust_flags_follow_the_table_and_the_failures() -> None:
     lines = format_table([steady, busy, short, failed(32, "oom", OOM_MESSAGE)]).splitlines()
     assert lines[5:] == [
         f"batch 32 oom: {OOM_MESSAGE}",
-        "batch 8 trust: machine busy: other processes (the run's own input workers included) kept 1.25 cores busy "
+        "batch 8 trust: machine busy: processes outside this run kept 1.25 cores busy "
         "during the windows (limit 0.5); load average 3.1",
         "batch 16 trust: windows of 0.46 s, under the 5 s minimum: time more steps (--steps)"]
 

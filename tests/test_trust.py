@@ -37,13 +37,13 @@ def test_windows_that_disagree_are_flagged_past_the_limit() -> None:
 
 def test_a_busy_machine_is_flagged_with_its_load_average() -> None:
     assert trust_flags(SOUND | {"other_cpu_cores": 1.3, "load_average": 3.1}) == [
-        "machine busy: other processes (the run's own input workers included) kept 1.3 cores busy during the "
+        "machine busy: processes outside this run kept 1.3 cores busy during the "
         "windows (limit 0.5); load average 3.1"]
     assert trust_flags(SOUND | {"other_cpu_cores": BUSY_OTHER_CORES, "load_average": 9.0}) == []  # load: no test
     assert "kept 0.5001 cores" in trust_text(SOUND | {"other_cpu_cores": 0.5001})  # never shown as 0.5
     assert "kept 12.3 cores" in trust_text(SOUND | {"other_cpu_cores": 12.34})  # three digits otherwise
     assert trust_flags(SOUND | {"other_cpu_cores": 0.75, "load_average": None}) == [
-        "machine busy: other processes (the run's own input workers included) kept 0.75 cores busy during the "
+        "machine busy: processes outside this run kept 0.75 cores busy during the "
         "windows (limit 0.5)"]
 
 

@@ -8,9 +8,10 @@ other processes used: ``other_cpu_cores`` is that over the window's wall time, t
 busy. The 1-minute load average at the window's end is kept beside it (it smooths over a minute, so it also tells
 of work just before the window).
 
-"Other" is every process but this one: a --data run's DataLoader workers are this process's children, not this
-process, so their CPU counts as other (a run with input workers may be flagged busy by its own workers; the flag's
-text says so), and so do the other ranks of a multi-process run on the same node. /proc/stat counts in clock ticks
+"Other" is every process outside this run: the sweep starts each worker (or torchrun) in a session of its own, so
+the run's own CPU is that of every process in this process's session (its DataLoader workers, the other ranks of a
+multi-process run on this node), read from /proc/<pid>/stat; where that cannot be read, this process's alone (then
+input workers and sibling ranks count as other, as the flag's text warns). /proc/stat counts in clock ticks
 (usually 10 ms per core), so a window of a fraction of a second reads coarsely.
 
 The readers are arguments (the /proc/stat text, the clock, this process's CPU time, the load average) so that tests
@@ -45,6 +46,25 @@ def busy_cpu_s(read_stat: Callable[[], str] = read_proc_stat) -> float:
     return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
+def session_cpu_s(proc: Path = Path("/proc")) -> float:
+    """CPU seconds (user + system) of every live process in this process's session: this run's own work. Falls back
+    to this process's own CPU time where /proc cannot be listed."""
+    session = os.getsid(0)
+    try:
+        pids = [entry for entry in os.listdir(proc) if entry.isdigit()]
+    except OSError:
+        return time.process_time()
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = (proc / pid / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):  # gone since the listing, or not readable
+            continue
+        if int(fields[3]) == session:  # after the name: state ppid pgrp session ... utime(12) stime(13)
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def load_average_1min() -> float | None:
     try:
         return os.getloadavg()[0]
@@ -76,7 +96,7 @@ class MachineLoad:
 
     read_stat: Callable[[], str] = read_proc_stat
     clock: Callable[[], float] = time.perf_counter
-    own_cpu: Callable[[], float] = time.process_time  # user + system of every thread of this process
+    own_cpu: Callable[[], float] = session_cpu_s  # user + system of every process of this run (its session)
     load_average: Callable[[], float | None] = load_average_1min
     windows: list[WindowLoad] = field(default_factory=list, init=False)
     note: str | None = field(default=None, init=False)  # why the values are None
@@ -107,7 +127,7 @@ class MachineLoad:
 
 
 def other_cores(start: Edge, end: Edge) -> float | None:
-    """The mean number of cores that processes other than this one kept busy between two edges."""
+    """The mean number of cores that processes outside this run kept busy between two edges."""
     wall = end.wall_s - start.wall_s
     if start.busy_s is None or end.busy_s is None or wall <= 0:
         return None

@@ -7,8 +7,8 @@
   different conditions (or the machine changed under them), so their pooled rate is no single figure, and a change
   between two runs smaller than that cannot be told from noise: time more windows or repeat the run.
 - ``BUSY_OTHER_CORES``: other processes keeping half a core busy on average during the windows take CPU time the
-  input pipeline and the framework's host threads would have had (``bench.machine_load``; the run's own DataLoader
-  workers count as other, as they are other processes).
+  input pipeline and the framework's host threads would have had (``bench.machine_load``; the run's own processes,
+  its DataLoader workers and sibling ranks, are not counted).
 
 A value a result lacks (a file written before it was measured, a machine without /proc/stat) gives no flag for that
 check. Every module that flags a result should ask here, so that the console, the report and a comparison agree.
@@ -71,7 +71,7 @@ def _busy(values: Mapping[str, Any]) -> str | None:
     load = _number(values, "load_average")
     load_text = f"; load average {_shown(load)}" if load is not None else ""
     shown = _shown(cores, BUSY_OTHER_CORES)
-    return (f"machine busy: other processes (the run's own input workers included) kept {shown} cores busy "
+    return (f"machine busy: processes outside this run kept {shown} cores busy "
             f"during the windows (limit {BUSY_OTHER_CORES:g}){load_text}")
 
 

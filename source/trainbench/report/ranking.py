@@ -237,9 +237,9 @@ def measured_rows(data: ReportData) -> pd.DataFrame:
     rows = [row for run in data.runs for row in run_rows(run, gpus.get(run.path))]
     rows += [row for campaign in data.campaigns for row in campaign_rows(campaign, gpus)]
     names = [*SETTINGS[:-1], *dict.fromkeys(key for row in rows for key in row if key not in _KNOWN), "batch_size"]
-    frame = pd.DataFrame(rows, columns=["workload", "sample_unit", *names, *MEASURES[:2], "samples",
-                                        *MEASURES[2:]]).astype(object)
-    frame = frame.where(frame.notna(), None)
+    columns = ["workload", "sample_unit", *names, *MEASURES[:2], "samples", *MEASURES[2:]]
+    # as objects from the start: a column of whole numbers and blanks stays whole numbers (64 px, not 64.0)
+    frame = pd.DataFrame([[row.get(name) for name in columns] for row in rows], columns=columns, dtype=object)
     frame.attrs["settings"] = names
     return frame
 

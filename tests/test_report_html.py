@@ -25,7 +25,6 @@ from tests.test_profile_standins import TINY, standin_env
 from tests.test_telemetry_plot import _timeline
 from trainbench import workloads
 from trainbench.analysis.variability import across, load_runs, per_gpu
-from trainbench.bench.compare import compare_runs
 from trainbench.bench.stats import summarize_windows
 from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.timing import Window
@@ -39,6 +38,7 @@ from trainbench.report.page import cell, cell_text
 from trainbench.results.files import write_csv_atomic, write_json_atomic
 from trainbench.results.layout import batch_file
 from trainbench.results.records import BatchResult, Status
+from trainbench.results.significance import compare_results
 from trainbench.telemetry.schema import TELEMETRY_DIR, TELEMETRY_FIELDS, VARIABILITY_FILE
 
 SECTION_IDS = tuple(make(ReportData(["x"])).key for make in SECTIONS)
@@ -208,19 +208,20 @@ def test_a_throughput_run_s_tables_hold_its_numbers_and_absent_sections_say_why(
     assert environment["host"]["a"] == "node7" and environment["GPU driver"]["a"] == "550.54.15"
     gpus = page.table("environment", "sm_clock_max_mhz")
     assert gpus[0]["name"] == "NVIDIA H100 80GB HBM3" and gpus[0]["sm_clock_max_mhz"] == "1980"
-    for key, why in (("campaigns", "No campaign folder"), ("comparisons", "Fewer than two throughput runs"),
-                     ("training", "No training run"), ("telemetry", "No GPU telemetry")):
+    for key, why in (("campaigns", "No campaign folder"), ("training", "No training run"),
+                     ("telemetry", "No GPU telemetry")):
         assert page.sections[key]["absent"][0].startswith(why), key
+    assert [row["batch size: A -> B"] for row in page.table("comparisons", "batch size: A -> B")] == ["8 -> 16"]
 
 
-def test_runs_are_compared_with_the_first_with_p_values_as_compare_computes(tmp_path: Path) -> None:
+def test_runs_that_differ_in_framework_are_compared_with_compare_s_verdict(tmp_path: Path) -> None:
     first = throughput_run(tmp_path / "a")
     second = throughput_run(tmp_path / "b", framework="tf")
     page, _ = page_of([tmp_path], tmp_path)
-    expected = compare_runs(first, second)
-    shown = page.table("comparisons", "p_value")
-    assert_rows(shown, expected.to_dict("records"), list(expected.columns))
-    assert all(row["sample"] == "windows" for row in shown)  # 3 windows each: the windows' images/s are tested
+    shown = page.table("comparisons", "framework: A -> B")
+    expected = [compare_results(a, b) for a, b in zip(summary_rows(first)[:2], summary_rows(second)[:2], strict=True)]
+    assert [(row["framework: A -> B"], row["where"], row["why"]) for row in shown] == \
+        [("torch -> tf", f"batch {batch}", verdict.text) for batch, verdict in zip((8, 16), expected, strict=True)]
     assert "Fewer than two" not in json.dumps(page.sections["comparisons"])
 
 
@@ -465,8 +466,10 @@ def test_a_report_is_never_overwritten(tmp_path: Path, capsys: pytest.CaptureFix
     first = report_command(capsys, str(tmp_path / "run"), "-o", str(tmp_path / "r.html"))
     second = report_command(capsys, str(tmp_path / "run"), "-o", str(tmp_path / "r.html"))
     assert first.returncode == 0, first.stderr
-    assert first.stdout.strip() == str(tmp_path / "r.html")
-    assert second.stdout.strip() == str(tmp_path / "r-1.html")
+    assert first.stdout.strip().splitlines() == [f"ranking table: {tmp_path / 'ranking.csv'}", str(tmp_path / "r.html")]
+    assert second.stdout.strip().splitlines() == [f"ranking table: {tmp_path / 'ranking-1.csv'}",
+                                                  str(tmp_path / "r-1.html")]
+    assert (tmp_path / "ranking.csv").read_text() == (tmp_path / "ranking-1.csv").read_text()
     assert (tmp_path / "r.html").read_text() == (tmp_path / "r-1.html").read_text()  # the same page, twice
 
 
@@ -511,7 +514,7 @@ def test_a_real_campaign_s_summary_and_failures_are_in_the_page(tmp_path: Path) 
     assert done.returncode == 1, done.stdout + done.stderr  # a batch size failed
     assert f"report: trainbench report {tmp_path / 'campaign'}" in done.stdout
     made = run_cli("report", str(tmp_path / "campaign"), "-o", str(tmp_path / "campaign.html"))
-    assert made.returncode == 0 and made.stdout.strip() == str(tmp_path / "campaign.html"), made.stderr
+    assert made.returncode == 0 and made.stdout.strip().splitlines()[-1] == str(tmp_path / "campaign.html"), made.stderr
     page = Page((tmp_path / "campaign.html").read_text())
     summary = campaign_summary(campaign_table(tmp_path / "campaign")).drop(columns="scaling_efficiency")
     shown = page.table("campaigns", "spread_pct")

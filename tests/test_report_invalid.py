@@ -15,7 +15,6 @@ import html
 import json
 import math
 import os
-import re
 import shutil
 import warnings
 from pathlib import Path
@@ -87,19 +86,24 @@ def test_a_rate_that_is_no_measurement_is_an_invalid_row_named_and_left_out(
     assert f"1 invalid result (shaded) left out of the figure, and the run out of the comparisons: {reason}" in text
     # not a failure of the run; not compared, as trainbench compare refuses it, and the page says why
     assert all(r["status"] != "invalid" for r in page.table("failures", "reason"))
-    assert page.tables("comparisons", "p_value") == []
-    assert f"b (B) against a (A)Not compared: {reason}" in re.sub("<[^>]+>", "", text)
+    # left out of the ranking and the comparisons; the run's other batch size stays in both
+    assert sorted((row["source"], row["batch size"]) for row in page.table("headline", "rank")) == \
+        [("a", "16"), ("a", "8"), ("b", "16")]
+    pairs = [(row["A"], row["B"], *row["batch size: A -> B"].split(" -> "))
+             for row in page.table("comparisons", "batch size: A -> B")]
+    sides = {side for a, b, batch_a, batch_b in pairs for side in ((a, batch_a), (b, batch_b))}
+    assert ("b", "16") in sides and ("b", "8") not in sides
     assert summary_rows(good)[0]["status"] == "ok"
 
 
-def test_runs_are_compared_with_the_first_run_without_an_invalid_result(tmp_path: Path) -> None:
+def test_an_invalid_result_is_left_out_of_the_ranking_and_its_pairs(tmp_path: Path) -> None:
     first = throughput_run(tmp_path / "a")
     edit(first, 0, "samples_per_sec", math.nan)
     throughput_run(tmp_path / "b")
-    throughput_run(tmp_path / "c")
     data = gather([tmp_path])
-    assert [(c.run_a.name, c.run_b.name, c.table is None) for c in data.comparisons] == \
-        [("b", "a", True), ("b", "c", False)]
+    assert data.measured is not None
+    assert list(zip(data.measured["source"], data.measured["batch_size"], strict=True)) == \
+        [("a", 16), ("b", 8), ("b", 16)]
 
 
 def test_the_spread_drawn_around_a_rate_is_checked_too(tmp_path: Path) -> None:
@@ -377,7 +381,7 @@ def test_a_report_of_200_runs_says_what_its_figure_leaves_out(tmp_path: Path) ->
         warnings.simplefilter("error")
         page, text = page_text([tmp_path / "runs"], tmp_path)
     assert "The figure draws the first 10 of the 200 runs" in text
-    assert "The first 8 of the 199 other runs are compared." in text
+    assert "19900 pairs of rows measure the same settings" in text  # 200 x 199 / 2, none compared
     assert len(page.tables("throughput", "samples_per_sec")) == 200
 
 
@@ -389,8 +393,9 @@ def test_o_a_folder_writes_report_html_inside_it(tmp_path: Path, capsys: pytest.
     (tmp_path / "out").mkdir()
     first = report_command(capsys, str(run), "-o", str(tmp_path / "out"))
     second = report_command(capsys, str(run), "-o", str(tmp_path / "out") + "/")
-    assert first.stdout.strip() == str(tmp_path / "out" / "report.html")
-    assert second.stdout.strip() == str(tmp_path / "out" / "report-1.html")
+    assert first.stdout.strip().splitlines()[-1] == str(tmp_path / "out" / "report.html")
+    assert second.stdout.strip().splitlines()[-1] == str(tmp_path / "out" / "report-1.html")
+    assert (tmp_path / "out" / "ranking.csv").is_file() and (tmp_path / "out" / "ranking-1.csv").is_file()
     assert not (tmp_path / "out-1").exists()
 
 

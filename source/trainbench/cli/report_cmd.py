@@ -2,7 +2,8 @@
 
 The gathering and the writing are ``cli/report_gather.py`` (loaded only when this command runs), the page
 ``report/html.py``. ``-o`` names the file, or an existing folder to write ``report.html`` into; a name that is taken
-gets ``-1``, ``-2``... (nothing is ever overwritten).
+gets ``-1``, ``-2``... (nothing is ever overwritten). The ranking table of every measured setting is written
+beside it as ``ranking.csv`` (the same rule: ``ranking-1.csv`` when taken).
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ from pathlib import Path
 from trainbench.cli.options import path_text
 
 OUTPUT = "report.html"
+RANKING = "ranking.csv"  # beside the page: every measured setting, ranked (the page's ranking table)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "report", help="one self-contained HTML page of runs, campaigns, profiles, models and training",
         description="Write one HTML file (no network, images embedded) with everything measured under the folders: "
-        "environment, throughput with its spread, failures, input-bound verdicts, campaigns and scaling efficiency, "
-        "GPU telemetry, core utilization and top kernels, nsys timelines, GPU variability, comparisons with "
-        "p-values, performance models and training curves; a section without data says why. A value that is no "
+        "a headline (the best setting per workload and device), a ranking of every measured setting (also written "
+        "beside the page as ranking.csv), environment, throughput with its spread, failures, input-bound verdicts, "
+        "campaigns and scaling efficiency, GPU telemetry, core utilization and top kernels, nsys timelines, GPU "
+        "variability, comparisons of the settings that differ in one setting (change, interval, Welch's t-test), "
+        "performance models and training curves; a section without data says why. A value that is no "
         "measurement (NaN, infinite, negative, a text) is listed as invalid and left out of figures, comparisons and "
-        "statistics. The last line printed is the file.")
+        "statistics. The last line printed is the page's file.")
     parser.add_argument("dirs", nargs="+", type=path_text, metavar="DIR",
                         help="folders searched for runs, profiles, campaigns, variability studies, models, training")
     parser.add_argument("-o", "--output", type=path_text, default=OUTPUT, metavar="FILE",
@@ -36,8 +40,10 @@ def run(args: argparse.Namespace) -> int:
     from trainbench.cli.report_gather import left_out_lines, make_report, output_file  # pandas, matplotlib: here only
 
     output = output_file(args.output)  # before the gathering: a wrong -o is refused at once
-    path, data = make_report([Path(folder) for folder in args.dirs], output)
+    path, data, ranking = make_report([Path(folder) for folder in args.dirs], output)
     for line in left_out_lines(data):
         print(line)
+    if ranking is not None:
+        print(f"ranking table: {ranking}")
     print(path)
     return 0

@@ -4,7 +4,8 @@ Finds, and reads through the results model and the suite's own readers: throughp
 profiles (``profile.json`` with ncu's per-kernel tables and nsys' timeline summaries), campaigns (``campaign.json``:
 the campaign table and ``campaign_summary``), variability folders (``variability.json``: the variability
 analysis), models (``model.json``), training runs (``metrics.jsonl`` beside ``config.json``) and their environments
-(``env.json``); runs are compared as ``trainbench compare`` does. The gathering lives here, above every layer it
+(``env.json``); every measured setting of runs and campaigns is one row of the ranking (``report/ranking.py``),
+whose pairs are compared with ``trainbench compare``'s verdict. The gathering lives here, above every layer it
 reads (and imported only when a report is made: pandas and scipy stay out of every other command's start-up); the
 page itself is ``report/html.py``, which receives the records.
 
@@ -12,7 +13,7 @@ A value that is no measurement (NaN, infinite, negative, a text or a list where 
 its file and field named: a result as ``invalid`` (the results model marks rates, times and their spreads), an
 epoch, a model or a list of nsys' by index, telemetry columns by file and field. A file of the wrong shape (an
 env.json whose ``gpu`` is a text) is left out and named like an unreadable one. The page is written by
-``write_new``: under a name nothing holds, never over a file.
+``write_new``: under a name nothing holds, never over a file; so is the ranking's CSV beside it (``ranking.csv``).
 """
 
 from __future__ import annotations
@@ -30,15 +31,13 @@ from typing import Any, TypeGuard, TypeVar
 import pandas as pd
 
 from trainbench.analysis.variability import across, load_runs, per_gpu, read_plan
-from trainbench.bench.compare import compare_loaded, load_run, setting_differences
-from trainbench.campaign.table import campaign_runs, campaign_summary, runs_table
-from trainbench.cli.report_cmd import OUTPUT
+from trainbench.campaign.table import CampaignRuns, campaign_runs, campaign_summary, runs_table
+from trainbench.cli.report_cmd import OUTPUT, RANKING
 from trainbench.errors import UsageError, os_reason
 from trainbench.profile.ncu import read_kernel_table
 from trainbench.profile.nsys import TIMELINE_SUFFIX, read_timeline_summary
 from trainbench.report.found import (
     Campaign,
-    Comparison,
     Environment,
     ModelFile,
     Profile,
@@ -49,6 +48,7 @@ from trainbench.report.found import (
     short_names,
 )
 from trainbench.report.html import render
+from trainbench.report.ranking import csv_frame, measured_rows
 from trainbench.report.sections import invalid_items
 from trainbench.report.telemetry_plot import timeline_problems
 from trainbench.results.layout import (
@@ -66,7 +66,6 @@ from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import DEFAULT_OUTLIER_THRESHOLD, TELEMETRY_DIR, VARIABILITY_FILE
 from trainbench.training.loop import FAILURES_FILE, METRICS_FILE
 
-MAX_COMPARISONS = 8  # runs compared with the first one; more would bury the page
 MAX_NAMES = 10_000  # report-1.html... tried before giving up
 # Values the page draws that the results model does not check itself (the windows' spread around images/s).
 Found = TypeVar("Found")
@@ -204,10 +203,22 @@ def read_profile(path: Path) -> Profile:
     return Profile(run)
 
 
+def _campaign_summaries(runs: CampaignRuns) -> dict[str, RunRecord]:
+    """The counted throughput runs' summaries by folder name (their headers and values, for the ranking); one that
+    cannot be read is left out here (the table's error row already names it)."""
+    found = {}
+    for folder, _, _ in runs.counted:
+        with contextlib.suppress(UsageError, RecursionError):
+            summary = read_summary(folder.path / SUMMARY, "campaign run")
+            found[folder.path.name] = RunRecord(folder.path, summary.header,
+                                                [result.to_row() for result in summary.results])
+    return found
+
+
 def read_campaign(path: Path) -> Campaign:
     runs = campaign_runs(path.parent)
     table = runs_table(runs)  # a run file of the wrong shape (gpus "two") is an error row naming it
-    return Campaign(path.parent, table, campaign_summary(table), runs.left_out)
+    return Campaign(path.parent, table, campaign_summary(table), runs.left_out, _campaign_summaries(runs))
 
 
 def read_variability(path: Path) -> Variability:
@@ -346,24 +357,6 @@ def read_environments(data: ReportData, folders: list[Path]) -> list[Environment
     return list(grouped.values())
 
 
-def compare_with_first(runs: list[RunRecord]) -> list[Comparison]:
-    """The other runs against the first one without an invalid result (the first one when every run has one), as
-    ``trainbench compare FIRST RUN`` (at most ``MAX_COMPARISONS``). compare refuses a run holding an invalid
-    result: that run's comparison says why, and it is left out."""
-    if len(runs) < 2:
-        return []
-    first = next((run for run in runs if not run.invalid_rows()), runs[0])
-    comparisons = []
-    for other in [run for run in runs if run is not first][:MAX_COMPARISONS]:
-        try:
-            run_a, run_b = load_run(first.path), load_run(other.path)
-            comparisons.append(Comparison(run_a.path, run_b.path, compare_loaded(run_a, run_b),
-                                          setting_differences(run_a, run_b)))
-        except UsageError as error:
-            comparisons.append(Comparison(first.path, other.path, None, problem=f"Not compared: {error}"))
-    return comparisons
-
-
 # --- the whole gathering --------------------------------------------------------------------------------------
 
 
@@ -395,7 +388,7 @@ def gather(folders: list[Path]) -> ReportData:
     data.models = _kept(data, read_model, _files(folders, MODEL))
     data.trainings = _kept(data, read_training, _files(folders, METRICS_FILE))
     data.environments = read_environments(data, folders)
-    data.comparisons = compare_with_first(data.runs)
+    data.measured = measured_rows(data)
     return data
 
 
@@ -453,15 +446,26 @@ def write_new(path: Path, text: str) -> Path:
     raise UsageError(f"{path}: no free name (it and {path.stem}-1 to -{MAX_NAMES - 1} are taken)")
 
 
-def make_report(folders: list[Path], output: Path) -> tuple[Path, ReportData]:
+def write_ranking(page: Path, data: ReportData) -> Path | None:
+    """The ranking table (``report.ranking.csv_frame``) as ``ranking.csv`` beside the page (the next free name when
+    taken, never over a file); None when nothing was measured."""
+    frame = data.measured if data.measured is not None else measured_rows(data)
+    if frame.empty:
+        return None
+    return write_new(page.with_name(RANKING), csv_frame(frame).to_csv(index=False, lineterminator="\n"))
+
+
+def make_report(folders: list[Path], output: Path) -> tuple[Path, ReportData, Path | None]:
     """The page of everything under ``folders`` at ``output`` (inside it when a folder; the next free name when
-    taken), and what it was made of; UsageError when there is nothing to report."""
+    taken), what it was made of, and the ranking's CSV beside it (None without a measured setting); UsageError when
+    there is nothing to report."""
     data = gather(folders)
     if data.empty():
         why = f" ({'; '.join(data.skipped)})" if data.skipped else ""
         raise UsageError(f"{', '.join(map(str, folders))}: nothing to report (no run, profile, campaign, variability "
                          f"folder, model or training run){why}")
-    return write_new(output / OUTPUT if output.is_dir() else output, render(data)), data
+    page = write_new(output / OUTPUT if output.is_dir() else output, render(data))
+    return page, data, write_ranking(page, data)
 
 
 def write_report(folders: list[Path], output: Path) -> Path:

@@ -1,7 +1,7 @@
 """What the report was given: plain records of the runs, profiles, campaigns... found under the folders.
 
 ``cli/report_gather.py`` fills them through the suite's own readers (the results model, the campaign table, the
-variability analysis, compare); the sections (``report/sections.py``) only draw them. An empty list is a section
+variability analysis); the sections (``report/sections.py``) only draw them. An empty list is a section
 that explains its absence. A value that is no measurement (NaN, infinite, negative, a text where a number belongs)
 is kept with why, naming its file and field: the page lists it as invalid and leaves it out of every figure,
 comparison and statistic.
@@ -64,6 +64,9 @@ class Campaign:
     table: pd.DataFrame  # campaign_table: one row per run x batch size x window
     summary: pd.DataFrame  # campaign_summary: one row per configuration over its repetitions
     left_out: list[str] = field(default_factory=list)  # run folders the table does not count, and why
+    # the counted throughput runs' summaries by folder name: their headers and every value (the ranking's settings,
+    # per-window seconds and trust flags; the table holds the matrix's axes and results.csv's fields only)
+    runs: dict[str, RunRecord] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -73,17 +76,6 @@ class Variability:
     gpus: pd.DataFrame  # per GPU, against the median GPU
     across: pd.DataFrame  # per batch size, the spread over the GPUs
     threshold: float  # the outlier threshold (a fraction)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """``trainbench compare A B`` of two runs found: the table, or why there is none."""
-
-    run_a: Path
-    run_b: Path
-    table: pd.DataFrame | None
-    differences: list[tuple[str, Any, Any]] = field(default_factory=list)  # settings that differ: (name, A, B)
-    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,10 +105,12 @@ class ReportData:
     profiles: list[Profile] = field(default_factory=list)
     campaigns: list[Campaign] = field(default_factory=list)
     variability: list[Variability] = field(default_factory=list)
-    comparisons: list[Comparison] = field(default_factory=list)
     models: list[ModelFile] = field(default_factory=list)
     trainings: list[Training] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    # every measured setting (report.ranking.measured_rows), made once for the headline, comparisons and CSV; None:
+    # made when first asked for
+    measured: pd.DataFrame | None = None
 
     def empty(self) -> bool:
         return not (self.runs or self.profiles or self.campaigns or self.variability or self.models

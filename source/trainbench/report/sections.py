@@ -16,7 +16,6 @@ from trainbench.config import FRAMEWORK_PROFILERS
 from trainbench.report.console import per_second, workload_title
 from trainbench.report.found import (
     Campaign,
-    Comparison,
     Environment,
     ModelFile,
     Profile,
@@ -27,6 +26,7 @@ from trainbench.report.found import (
 )
 from trainbench.report.page import Section, cell_text, figure_image, frame_table, heading, image, paragraph, table
 from trainbench.report.plot import batch_size_figure, drawn_lines
+from trainbench.report.ranking_sections import comparisons_section, headline_section
 from trainbench.report.telemetry_plot import telemetry_figure
 from trainbench.results import fields
 from trainbench.results.header import RunHeader, Timing
@@ -591,36 +591,6 @@ def variability_section(data: ReportData) -> Section:
     return Section("variability", title, "".join(parts))
 
 
-def _comparison_part(comparison: Comparison, names: dict[Path, str]) -> str:
-    name_a, name_b = (names.get(path, path.name) for path in (comparison.run_a, comparison.run_b))
-    parts = [heading(f"{name_b} (B) against {name_a} (A)")]
-    if comparison.differences:
-        differences = "; ".join(f"{name} (A {cell_text(a)}, B {cell_text(b)})" for name, a, b in comparison.differences)
-        parts.append(paragraph(f"The runs differ in {differences}.", "note"))
-    if comparison.problem is not None:
-        parts.append(paragraph(comparison.problem, "absent"))
-    elif comparison.table is not None and comparison.table.empty:
-        parts.append(paragraph("No batch size was measured successfully in both runs.", "absent"))
-    elif comparison.table is not None:
-        parts.append(frame_table(comparison.table))
-    return "".join(parts)
-
-
-def comparisons_section(data: ReportData) -> Section:
-    title = "Comparisons"
-    if not data.comparisons:
-        return absent("comparisons", title, "Fewer than two throughput runs: nothing to compare.")
-    note = paragraph("As trainbench compare A B: every run against the first one found (A) without an invalid result; "
-                     "a run holding one is not compared (compare refuses it, naming it). change_pct: B's samples/s "
-                     "over A's; p_value: two-sided Mann-Whitney U on the windows' samples/s (3 or more windows "
-                     "each), else on the step times (sample); significant: p < 0.05.", "note")
-    others = len(data.runs) - 1
-    if len(data.comparisons) < others:
-        note += paragraph(f"The first {len(data.comparisons)} of the {others} other runs are compared.", "note")
-    names = {run.path: run.shown_name for run in data.runs}
-    return Section("comparisons", title, note + "".join(_comparison_part(each, names) for each in data.comparisons))
-
-
 _MODEL = ("label", "metric", "function", "smape", "adjusted_r2", "rss", "relative_error", "values")
 
 
@@ -742,6 +712,7 @@ def preamble(data: ReportData) -> str:
 
 
 SECTIONS: tuple[Callable[[ReportData], Section], ...] = (
+    headline_section,
     environment_section, throughput_section, failures_section, invalid_section, input_section, campaigns_section,
     telemetry_section,
     coreutil_section, timeline_section, framework_profiles_section, variability_section, comparisons_section,

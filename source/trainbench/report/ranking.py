@@ -1,0 +1,393 @@
+"""Every measured setting as one row, the best per workload and device, and the pairs that differ in one setting.
+
+A row is one ok batch size of a throughput run (its samples are its timed windows' own samples/s) or one
+configuration x batch size of a campaign (its samples are its ok repetitions' samples/s; its rate is their median,
+as ``campaign summary`` gives it). Its settings are what the run's header records (framework, precision, device,
+size, image size, sequence length, data, compile / CUDA graph / XLA / channels-last, processes, the GPU's name from
+env.json and the batch size), read the same way for a run and for a campaign's runs, so that a campaign row and a
+run row of the same setting pair.
+
+Pairs are the rows of one workload that differ in exactly one setting (``results.run_settings.one_setting_pairs``:
+batch sizes with their neighbours only), each compared by ``results.significance.compare_rates``: B is the later
+row (the larger batch size). Rows that differ in several settings are not compared; they are counted by the settings
+they differ in. Everything here is data: ``report/ranking_sections.py`` draws it, ``cli/report_cmd.py`` writes the
+ranking as CSV.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from trainbench.report.console import per_second, workload_title
+from trainbench.report.found import Campaign, ReportData, RunRecord
+from trainbench.results import fields
+from trainbench.results.header import RunHeader
+from trainbench.results.records import Status
+from trainbench.results.run_settings import Pair, differing, one_setting_pairs
+from trainbench.results.significance import Verdict, compare_rates
+from trainbench.results.trust import trust_flags
+
+# The settings a row names, in the order the page shows them; workload is the group, never a setting.
+SETTINGS = ("framework", "precision", "device", "size", "image_size", "seq_len", "data", "compile", "cuda_graph",
+            "xla", "channels_last", "gpus", "gpu", "batch_size")
+SYNTHETIC = "synthetic"
+WINDOWS, REPETITIONS = "windows", "repetitions"
+ADVICE = {WINDOWS: "--windows 3", REPETITIONS: "a matrix with repeats: 3"}  # how to get enough samples
+MAX_PAIRS = 30  # pairs shown per differing setting
+MAX_UNCOMPARED = 12  # combinations of differing settings listed as not compared
+# The measured columns after the settings (the CSV's and the page's order).
+MEASURES = ("samples_per_sec", "sample", "n", "cv_pct", "spread_pct", "per_window_s", "tokens_per_sec", "mfu",
+            "flags", "source")
+
+
+# --- one row per measured setting ----------------------------------------------------------------------------
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (not isinstance(value, list | tuple | dict) and bool(pd.isna(value)))
+
+
+def _plain(value: Any) -> Any:
+    """A cell as a plain value: None for a blank, a Python number for numpy's."""
+    if _missing(value):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _number(value: Any) -> float | None:
+    value = _plain(value)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _gpu_names(data: ReportData) -> dict[Path, str]:
+    """Each folder holding an env.json: its GPUs' names ("NVIDIA H100 80GB HBM3"; several distinct ones joined)."""
+    names = {}
+    for environment in data.environments:
+        gpus = (environment.env.get("gpu") or {}).get("gpus") or []
+        found = list(dict.fromkeys(str(gpu.get("name")) for gpu in gpus if gpu.get("name")))
+        for folder in environment.folders:
+            if found:
+                names[folder] = " + ".join(found)
+    return names
+
+
+def settings_of(header: Mapping[str, Any], gpu: str | None = None) -> dict[str, Any]:
+    """What a run measured, from its header (``RunHeader``'s fields and its model configuration); the GPU's name
+    only off the CPU (a CPU run on a GPU machine measured no GPU)."""
+    read = RunHeader.read(header)
+    model, launch = read.model, read.launch or {}
+    data = read.data or SYNTHETIC
+    compiled = model.get("compile")
+    world = _count(launch.get("processes_per_node")) * _count(launch.get("nodes"))
+    return {"framework": read.framework, "precision": read.precision, "device": read.device, "size": read.size,
+            "image_size": read.image_size, "seq_len": (read.params or {}).get("seq_len"),
+            "data": data if data == SYNTHETIC else Path(str(data)).name,
+            "compile": (model.get("compile_mode") or "default") if compiled else compiled,
+            "cuda_graph": model.get("cuda_graph"), "xla": model.get("xla"), "channels_last": model.get("channels_last"),
+            "gpus": world, "gpu": gpu if read.device not in (None, "cpu") else None}
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+
+
+def _spread(samples: Sequence[float]) -> tuple[float | None, float | None]:
+    """(CV %, spread %) of the samples: standard deviation / mean (ddof 1) and (max - min) / median."""
+    if len(samples) < 2:
+        return None, None
+    median = statistics.median(samples)
+    cv = statistics.stdev(samples) / statistics.fmean(samples) * 100 if statistics.fmean(samples) else None
+    return cv, (max(samples) - min(samples)) / median * 100 if median else None
+
+
+def _per_window(values: Mapping[str, Any]) -> float | None:
+    total = _number(values.get("window_s"))
+    return None if total is None else total / (_number(values.get("windows")) or 1.0)
+
+
+def _windows(values: Mapping[str, Any]) -> list[float]:
+    """The windows' own samples/s; a file from before they were recorded: its overall rate as its one window."""
+    rates = values.get(fields.WINDOW_SAMPLES_PER_SEC)
+    if isinstance(rates, list) and rates and all(_number(rate) is not None for rate in rates):
+        return [float(rate) for rate in rates]
+    return [float(values[fields.SAMPLES_PER_SEC])]
+
+
+def _flags(values: Mapping[str, Any], spread: float | None) -> list[str]:
+    """The trust flags of a result; a file from before the windows' spread was recorded gets it computed."""
+    if values.get("window_spread_pct") is None and spread is not None:
+        values = {**values, "window_spread_pct": spread}
+    return trust_flags(values)
+
+
+def _ok(row: Mapping[str, Any]) -> bool:
+    return row.get("status") == Status.OK and _number(row.get(fields.SAMPLES_PER_SEC)) is not None
+
+
+def run_rows(run: RunRecord, gpu: str | None = None) -> list[dict[str, Any]]:
+    """One row per ok batch size of a throughput run."""
+    header = RunHeader.read(run.header)
+    settings = settings_of(run.header, gpu)
+    rows = []
+    for values in filter(_ok, run.rows):
+        samples = _windows(values)
+        cv, spread = _spread(samples)
+        cv = _number(values.get("window_cv_pct")) if values.get("window_cv_pct") is not None else cv
+        spread = _number(values.get("window_spread_pct")) if values.get("window_spread_pct") is not None else spread
+        rows.append({"workload": header.workload, "sample_unit": header.sample_unit, **settings,
+                     "batch_size": values["batch_size"], "samples_per_sec": float(values[fields.SAMPLES_PER_SEC]),
+                     "sample": WINDOWS, "samples": samples, "n": len(samples), "cv_pct": cv, "spread_pct": spread,
+                     "per_window_s": _per_window({"windows": header.timing and header.timing.windows, **values}),
+                     "tokens_per_sec": _number(values.get("tokens_per_sec")), "mfu": _number(values.get("mfu")),
+                     "flags": _flags(values, spread), "source": run.shown_name})
+    return rows
+
+
+def _axes(table: pd.DataFrame) -> list[str]:
+    """The matrix's axis columns (campaign.table puts them between sample_unit and batch_size)."""
+    names = list(table.columns)
+    if "sample_unit" not in names or "batch_size" not in names:
+        return []
+    return names[names.index("sample_unit") + 1:names.index("batch_size")]
+
+
+def _from_axes(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A configuration's settings as its matrix's axes asked for them (the table's columns): what a run's header
+    does not record, or all of them when its summary cannot be read."""
+    data, compiled = _plain(row.get("data")) or SYNTHETIC, _plain(row.get("compile"))
+    return {"framework": _plain(row.get("framework")), "precision": _plain(row.get("precision")),
+            "device": _plain(row.get("device")), "size": _plain(row.get("size")),
+            "image_size": _plain(row.get("image_size")), "seq_len": _plain(row.get("seq_len")),
+            "data": data if data == SYNTHETIC else Path(str(data)).name,
+            "compile": "default" if compiled is True else compiled,
+            "cuda_graph": _plain(row.get("cuda_graph")), "xla": _plain(row.get("xla")),
+            "channels_last": _plain(row.get("channels_last")), "gpus": _plain(row.get("gpus")) or 1, "gpu": None}
+
+
+def campaign_rows(campaign: Campaign, gpus: Mapping[Path, str] | None = None) -> list[dict[str, Any]]:
+    """One row per configuration x batch size with an ok repetition: the median over repetitions, the
+    repetitions' samples/s as its samples. Axes the suite's settings do not name (seed, loader...) are settings too
+    where they vary within the campaign."""
+    table = campaign.table
+    if table.empty or "run_folder" not in table.columns:
+        return []
+    results = table.drop_duplicates(["run_folder", "batch_size"])
+    extra = [axis for axis in _axes(table) if axis not in SETTINGS and results[axis].nunique(dropna=False) > 1]
+    summary = {(str(row["config"]), _plain(row["batch_size"])): row for row in campaign.summary.to_dict("records")}
+    rows = []
+    for (config, batch), group in results.groupby(["config", "batch_size"], sort=False):
+        ok = [row for row in group.to_dict("records") if _ok(row)]
+        stats = summary.get((str(config), _plain(batch)))
+        if not ok or stats is None or _number(stats["samples_per_sec_median"]) is None:
+            continue
+        rows.append(_campaign_row(campaign, str(config), int(batch), ok, stats, extra, gpus or {}))
+    return rows
+
+
+def _campaign_row(campaign: Campaign, config: str, batch: int, ok: list[dict[str, Any]], stats: Mapping[str, Any],
+                  extra: Sequence[str], gpus: Mapping[Path, str]) -> dict[str, Any]:
+    first = ok[0]
+    folder = campaign.path / str(first["run_folder"])
+    run = campaign.runs.get(str(first["run_folder"]))
+    asked = _from_axes(first)
+    settings = settings_of(run.header, gpus.get(folder)) if run is not None else asked
+    # what the header does not record, the matrix asked for; processes: the axis (a header without its launch)
+    settings |= {name: value for name, value in asked.items() if settings.get(name) is None and value is not None}
+    if "gpus" in first and _plain(first["gpus"]) is not None:
+        settings["gpus"] = _plain(first["gpus"])
+    values = [_result(campaign, str(row["run_folder"]), batch) or row for row in ok]
+    flags = list(dict.fromkeys(flag for each in values for flag in _flags(each, _spread(_windows(each))[1])))
+    per_window = [seconds for each in values if (seconds := _per_window(each)) is not None]
+    work = {name: _median([_number(row.get(name)) for row in ok]) for name in ("tokens_per_sec", "mfu")}
+    unit = _plain(first.get("sample_unit"))
+    return {"workload": _plain(first.get("workload")) or "resnet50", "sample_unit": unit or "sample", **settings,
+            **{axis: _plain(first.get(axis)) for axis in extra}, "batch_size": batch,
+            "samples_per_sec": float(stats["samples_per_sec_median"]), "sample": REPETITIONS,
+            "samples": [float(row[fields.SAMPLES_PER_SEC]) for row in ok], "n": len(ok),
+            "cv_pct": _number(stats.get("cv_pct")), "spread_pct": _number(stats.get("spread_pct")),
+            "per_window_s": _median(per_window), **work, "flags": flags,
+            "source": f"campaign {campaign.path.name}: {config}"}
+
+
+def _result(campaign: Campaign, run_folder: str, batch: int) -> dict[str, Any] | None:
+    """A campaign run's result of one batch size, as its summary.json holds it (the table leaves some out)."""
+    run = campaign.runs.get(run_folder)
+    found = [row for row in (run.rows if run else []) if row.get("batch_size") == batch]
+    return found[0] if found else None
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return statistics.median(present) if present else None
+
+
+def measured_rows(data: ReportData) -> pd.DataFrame:
+    """Every measured setting of the page, runs first then campaigns, in the order found (B of a pair is the later
+    row). ``attrs["settings"]``: the setting columns, the suite's then any campaign's own axes."""
+    gpus = _gpu_names(data)
+    rows = [row for run in data.runs for row in run_rows(run, gpus.get(run.path))]
+    rows += [row for campaign in data.campaigns for row in campaign_rows(campaign, gpus)]
+    names = [*SETTINGS[:-1], *dict.fromkeys(key for row in rows for key in row if key not in _KNOWN), "batch_size"]
+    columns = ["workload", "sample_unit", *names, *MEASURES[:2], "samples", *MEASURES[2:]]
+    # as objects from the start: a column of whole numbers and blanks stays whole numbers (64 px, not 64.0)
+    frame = pd.DataFrame([[row.get(name) for name in columns] for row in rows], columns=columns, dtype=object)
+    frame.attrs["settings"] = names
+    return frame
+
+
+_KNOWN = frozenset({"workload", "sample_unit", *SETTINGS, *MEASURES, "samples"})
+
+
+def setting_names(frame: pd.DataFrame) -> list[str]:
+    return list(frame.attrs.get("settings", SETTINGS))
+
+
+def settings(row: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
+    return {name: _plain(row.get(name)) for name in names}
+
+
+# --- the ranking and its headline ----------------------------------------------------------------------------
+
+
+def ranking(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every row, by workload and device (in the order first seen), fastest first, with its rank in its group."""
+    if frame.empty:
+        return frame.assign(rank=pd.Series(dtype=object))
+    order = {key: i for i, key in enumerate(dict.fromkeys(zip(frame["workload"], frame["device"].map(str),
+                                                              strict=True)))}
+    keyed = frame.assign(_group=[order[(w, str(d))] for w, d in zip(frame["workload"], frame["device"], strict=True)],
+                         _rate=frame["samples_per_sec"].astype(float))
+    ranked = keyed.sort_values(["_group", "_rate"], ascending=[True, False], kind="stable")
+    ranked.insert(0, "rank", ranked.groupby("_group").cumcount() + 1)
+    ranked = ranked.drop(columns=["_group", "_rate"]).reset_index(drop=True)
+    ranked.attrs = dict(frame.attrs)
+    return ranked
+
+
+def varying(frame: pd.DataFrame, names: Sequence[str]) -> list[str]:
+    """The settings whose values differ between rows (the ranking's columns); the others are said once."""
+    return [name for name in names if len({repr(_plain(value)) for value in frame[name]}) > 1]
+
+
+def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The ranking as ranking.csv holds it: every setting, the samples as "a;b;c", the flags joined by "; "."""
+    ranked = ranking(frame)
+    return ranked.assign(samples=[";".join(f"{value:.6g}" for value in samples) for samples in ranked["samples"]],
+                         flags=["; ".join(flags) for flags in ranked["flags"]])
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The best row of one workload on one device, and the slowest, as ranked rows (``ranking``)."""
+
+    workload: str
+    device: Any
+    best: dict[str, Any]
+    slowest: dict[str, Any] | None  # None: one row only
+    rows: int
+
+    @property
+    def unit(self) -> str:
+        return per_second(str(self.best["sample_unit"]))
+
+    @property
+    def title(self) -> str:
+        return f"{workload_title(self.workload)} on {self.device or 'an unrecorded device'}"
+
+
+def headlines(frame: pd.DataFrame) -> list[Headline]:
+    ranked = ranking(frame)
+    found = []
+    for (workload, _), group in ranked.groupby(["workload", ranked["device"].map(str)], sort=False):
+        records = group.to_dict("records")
+        found.append(Headline(str(workload), records[0]["device"], records[0],
+                              records[-1] if len(records) > 1 else None, len(records)))
+    return found
+
+
+# --- pairs ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Compared:
+    """Two rows that differ in ``setting`` only: A, B (``ranking`` order does not matter) and the verdict."""
+
+    setting: str
+    a: dict[str, Any]
+    b: dict[str, Any]
+    verdict: Verdict
+    comparable: bool  # False: windows of a run against repetitions of a campaign (only the change is given)
+
+
+@dataclass(frozen=True)
+class Uncompared:
+    """Pairs of rows that differ in the same several settings: how many, and the first one's two sources."""
+
+    settings: tuple[str, ...]
+    pairs: int
+    example: tuple[str, str]
+
+
+@dataclass
+class Pairs:
+    compared: dict[str, list[Compared]] = field(default_factory=dict)  # by the differing setting
+    left_out: dict[str, int] = field(default_factory=dict)  # pairs past MAX_PAIRS, by setting
+    uncompared: list[Uncompared] = field(default_factory=list)
+    same: int = 0  # pairs of rows of the same settings (one setting measured twice)
+
+
+def _compare(setting: str, a: dict[str, Any], b: dict[str, Any]) -> Compared:
+    if a["sample"] != b["sample"]:
+        change = 100.0 * (b["samples_per_sec"] / a["samples_per_sec"] - 1.0)
+        text = (f"{change:+.1f} %; no test: {a['sample']} of one against {b['sample']} of the other are not "
+                "comparable samples")
+        return Compared(setting, a, b, Verdict(change, None, None, None, a["n"], b["n"], None, text), False)
+    verdict = compare_rates(a["samples"], b["samples"], a["samples_per_sec"], b["samples_per_sec"],
+                            sample=str(a["sample"]), advice=ADVICE[str(a["sample"])])
+    return Compared(setting, a, b, verdict, True)
+
+
+def _ordered(pair: Pair, records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A and B: the earlier row first; for an ordered setting (batch size) the smaller value first."""
+    a, b = records[pair.first], records[pair.second]
+    if pair.setting == "batch_size" and _number(a["batch_size"]) and _number(b["batch_size"]) and \
+            float(a["batch_size"]) > float(b["batch_size"]):
+        return b, a
+    return a, b
+
+
+def pairs(frame: pd.DataFrame) -> Pairs:
+    """The one-setting pairs of each workload's rows, compared; the others counted by what they differ in."""
+    names = setting_names(frame)
+    found = Pairs()
+    uncompared: dict[tuple[str, ...], Uncompared] = {}
+    for _, group in frame.groupby("workload", sort=False):
+        records = group.to_dict("records")
+        rows = [settings(record, names) for record in records]
+        for pair in one_setting_pairs(rows):
+            shown = found.compared.setdefault(pair.setting, [])
+            if len(shown) >= MAX_PAIRS:
+                found.left_out[pair.setting] = found.left_out.get(pair.setting, 0) + 1
+                continue
+            shown.append(_compare(pair.setting, *_ordered(pair, records)))
+        for first in range(len(rows)):
+            for second in range(first + 1, len(rows)):
+                apart = tuple(differing(rows[first], rows[second]))
+                if not apart:
+                    found.same += 1
+                elif len(apart) > 1:
+                    known = uncompared.get(apart)
+                    example = (str(records[first]["source"]), str(records[second]["source"]))
+                    uncompared[apart] = Uncompared(apart, (known.pairs if known else 0) + 1,
+                                                   known.example if known else example)
+    found.uncompared = sorted(uncompared.values(), key=lambda item: (len(item.settings), -item.pairs))
+    return found

@@ -1,0 +1,152 @@
+"""``trainbench report``'s headline, ranking (and ranking.csv) and comparisons of settings that differ in one setting.
+
+Run folders are written by the suite's own store (``ThroughputRun``) from windows of known length, so each window's
+samples/s is known; the page is read back with ``tests/test_report_html.py``'s parser and checked against the
+folders' summary.json files, the CSV against them too, and the interval against scipy's Welch test.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scipy.stats import ttest_ind
+
+from tests.test_report_html import Page, campaign_folder, page_of, report_command
+from trainbench.bench.stats import summarize_windows
+from trainbench.bench.throughput_run import ThroughputRun
+from trainbench.bench.timing import Window
+from trainbench.results.records import BatchResult, Status
+
+STEPS = 4  # timed steps per window
+
+
+def write_run(folder: Path, windows: dict[int, list[float]], framework: str = "torch", precision: str = "fp32",
+              oom: bool = False) -> Path:
+    """A run folder as the sweep writes it: per batch size, windows of the given lengths (s) of STEPS equal steps,
+    so window i's samples/s is batch x STEPS / windows[i]; then, with ``oom``, a batch size out of memory."""
+    folder.mkdir(parents=True)
+    store = ThroughputRun(folder, {"framework": framework, "precision": precision, "image_size": 64,
+                                   "data": "synthetic", "device": "cpu", "warmup_steps": 1, "timed_steps": STEPS,
+                                   "windows": len(next(iter(windows.values())))})
+    for batch, lengths in windows.items():
+        made = [Window((0.1,), (length / STEPS,) * STEPS, length) for length in lengths]
+        store.add(BatchResult(batch, Status.OK, None, summarize_windows(batch, made)))
+    if oom:
+        store.add(BatchResult.failed(4096, Status.OOM, "CUDA out of memory"))
+    return folder
+
+
+def summary(folder: Path) -> list[dict[str, Any]]:
+    return json.loads((folder / "summary.json").read_text())["results"]
+
+
+def plain(text: str) -> str:
+    """The page's text without its tags (the escapes undone as the parser does)."""
+    return " ".join(Page(f"<section id='x'><p class='absent'>{text}</p></section>").sections["x"]["absent"])
+
+
+def section_text(text: str, key: str) -> str:
+    found = re.search(rf'<section id="{key}">(.*?)</section>', text, re.S)
+    assert found, key
+    return re.sub(r"\s+", " ", plain(re.sub("<[^>]+>", " ", found[1])))
+
+
+def test_one_setting_pairs_are_compared_and_a_pair_differing_in_two_is_not(tmp_path: Path) -> None:
+    windows = {8: [1.0, 1.1, 1.2]}
+    write_run(tmp_path / "runs" / "a", windows, "torch", "fp32")
+    write_run(tmp_path / "runs" / "b", windows, "tf", "fp32")
+    write_run(tmp_path / "runs" / "c", windows, "tf", "bf16")
+    page, text = page_of([tmp_path / "runs"], tmp_path)
+    compared = {heading: rows for heading, rows in (
+        ("framework", page.table("comparisons", "framework: A -> B")),
+        ("precision", page.table("comparisons", "precision: A -> B")))}
+    assert [(row["framework: A -> B"], row["A"], row["B"]) for row in compared["framework"]] == [("torch -> tf", "a",
+                                                                                                  "b")]
+    assert [(row["precision: A -> B"], row["A"], row["B"]) for row in compared["precision"]] == [("fp32 -> bf16", "b",
+                                                                                                  "c")]
+    assert compared["framework"][0]["where"] == "fp32 batch 8"  # what the pair shares, the differing setting apart
+    uncompared = page.table("comparisons", "settings that differ")
+    assert [(row["settings that differ"], row["which"], row["pairs"], row["for example"]) for row in uncompared] == \
+        [("2", "framework, precision", "1", "a and c")]
+    assert "Not compared: 1 pair that differ in several settings" in section_text(text, "comparisons")
+
+
+def welch_interval(a: list[float], b: list[float]) -> tuple[float, float]:
+    """scipy's Welch interval of mean(b) - mean(a), in % of mean(a), around the change of the overall rates."""
+    interval = ttest_ind(b, a, equal_var=False).confidence_interval(0.95)
+    mean_a = sum(a) / len(a)
+    half = 100 * (interval.high - interval.low) / 2 / mean_a
+    return -half, half
+
+
+def test_three_windows_a_side_that_do_not_overlap_give_a_verdict_with_its_interval(tmp_path: Path) -> None:
+    slow = write_run(tmp_path / "runs" / "slow", {8: [1.00, 1.02, 1.01]})
+    fast = write_run(tmp_path / "runs" / "fast", {8: [0.90, 0.91, 0.92]}, precision="bf16")
+    page, _ = page_of([tmp_path / "runs"], tmp_path)
+    (row,) = page.table("comparisons", "precision: A -> B")
+    a, b = (summary(folder)[0] for folder in (fast, slow))  # "fast" is found first: A
+    assert min(a["window_samples_per_sec"]) > max(b["window_samples_per_sec"])  # no overlap
+    change = 100 * (b["samples_per_sec"] / a["samples_per_sec"] - 1)
+    low, high = welch_interval(a["window_samples_per_sec"], b["window_samples_per_sec"])
+    assert row["change (95 % interval)"] == f"{change:+.1f} % ({change + low:+.1f} to {change + high:+.1f})"
+    assert change + high < 0  # the whole interval below no change
+    assert row["verdict"] == "B slower" and row["why"].startswith(f"B slower by {abs(change):.1f} %")
+    assert float(row["A images/s"]) == pytest.approx(a["samples_per_sec"], rel=6e-4)
+    assert "Welch p = " in row["why"]
+
+
+def test_one_window_a_side_says_how_many_are_needed(tmp_path: Path) -> None:
+    write_run(tmp_path / "runs" / "a", {8: [1.0]})
+    write_run(tmp_path / "runs" / "b", {8: [0.5]}, framework="tf")
+    page, _ = page_of([tmp_path / "runs"], tmp_path)
+    (row,) = page.table("comparisons", "framework: A -> B")
+    assert row["change (95 % interval)"] == "+100.0 %" and row["verdict"] == "no verdict"
+    assert "1 and 1 windows" in row["why"] and "at least 2 a side" in row["why"] and "--windows 3" in row["why"]
+
+
+def test_headline_and_ranking_csv_hold_the_run_folders_numbers(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    runs = [write_run(tmp_path / "runs" / "torch", {8: [1.0, 1.1, 1.2], 16: [1.5, 1.6, 1.7]}, oom=True),
+            write_run(tmp_path / "runs" / "tf", {8: [2.0, 2.1, 2.2], 16: [3.0, 3.1, 3.3]}, framework="tf", oom=True)]
+    done = report_command(capsys, str(tmp_path / "runs"), "-o", str(tmp_path / "r.html"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[-2:] == [f"ranking table: {tmp_path / 'ranking.csv'}", str(tmp_path / "r.html")]
+    expected = sorted(((folder.name, row["batch_size"], row["samples_per_sec"]) for folder in runs
+                       for row in summary(folder) if row["status"] == "ok"), key=lambda item: -item[2])
+    with open(tmp_path / "ranking.csv", newline="") as file:
+        ranked = list(csv.DictReader(file))
+    assert [(row["source"], int(row["batch_size"]), float(row["samples_per_sec"])) for row in ranked] == \
+        [(name, batch, pytest.approx(rate)) for name, batch, rate in expected]  # one row per ok batch size
+    assert [int(row["rank"]) for row in ranked] == list(range(1, len(expected) + 1))
+    best_name, best_batch, best_rate = expected[0]
+    slowest = expected[-1]
+    page = Page((tmp_path / "r.html").read_text())
+    assert next(iter(page.sections)) == "headline"  # the page opens with the answer
+    text = section_text((tmp_path / "r.html").read_text(), "headline")
+    assert f"ResNet-50 on cpu: best {best_rate:.4g} images/s (spread" in text
+    assert f"with {best_name} fp32 batch {best_batch}" in text
+    assert f"{best_rate / slowest[2]:.3g} x the slowest of its 4 settings" in text
+    assert "All rows: fp32, on cpu, 64 px, synthetic data, 1 process." in text  # the constant settings, said once
+    shown = page.table("headline", "rank")
+    assert [(row["source"], row["framework"], row["batch size"]) for row in shown] == \
+        [(name, name, str(batch)) for name, batch, _ in expected]
+    assert "precision" not in shown[0]  # the same in every row: no column
+
+
+def test_a_campaign_s_configurations_are_ranked_and_compared_on_repetitions(tmp_path: Path) -> None:
+    rates = {(1, 8): [100.0, 104.0], (2, 8): [180.0, 186.0]}
+    campaign = campaign_folder(tmp_path / "campaign", rates)
+    page, text = page_of([campaign], tmp_path)
+    shown = page.table("headline", "rank")
+    assert [(row["processes"], float(row["images/s"]), row["over"]) for row in shown] == \
+        [("2", 183.0, "2 repetitions"), ("1", 102.0, "2 repetitions")]  # the median over the repetitions
+    (row,) = page.table("comparisons", "processes: A -> B")
+    assert row["processes: A -> B"] == "1 -> 2" and row["verdict"] == "B faster"
+    assert "only 2 repetitions a side" in row["why"] and "repeats: 3" in row["why"]
+    assert "Fewer than two" not in text and "fewer than two" not in text

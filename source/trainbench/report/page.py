@@ -140,7 +140,7 @@ def absent_line(sections: Sequence[Section]) -> str:
     keeps its anchor, so a link to it still lands on its reason."""
     if not sections:
         return ""
-    items = "; ".join(f'<span id="{html.escape(s.key)}"><b>{html.escape(s.title)}</b> '
+    items = "; ".join(f'<span id="{html.escape(s.key)}">{html.escape(s.title)} '
                       f"({html.escape(s.absent.rstrip('.'))})</span>" for s in sections)
     return f'<p class="absent" id="not-here">Not in these folders: {items}.</p>'
 

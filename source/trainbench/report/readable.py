@@ -25,8 +25,8 @@ _OTHERS = {
 _WORDS = {
     "step_time_median_s": "median step", "step_time_p10_s": "p10 step", "step_time_p90_s": "p90 step",
     "step_time_mad_s": "MAD of steps", "window_s": "window", "compile_s": "compile",
-    "samples_per_sec_median": "median window samples/s", "samples_per_sec_min": "slowest window samples/s",
-    "samples_per_sec_max": "fastest window samples/s", "input_samples_per_sec": "pipeline alone samples/s",
+    "samples_per_sec_median": "median samples/s",  # of a run's windows; of a campaign's repetitions
+    "input_samples_per_sec": "pipeline alone samples/s",
     "energy_j": "energy", "joules_per_sample": "energy per sample", "mean_power_w": "mean power",
     "sampled_power_w": "sampled power", "sm_clock_median_mhz": "median SM clock",
     "temperature_max_c": "max temperature",

@@ -285,7 +285,7 @@ def throughput_section(data: ReportData) -> Section:
     if not data.runs:
         return absent("throughput", title, "No throughput run (summary.json) in the folders given.")
     parts = [paragraph("samples/s: all timed samples / all timed wall time (warm-up excluded), the rate each figure "
-                       "draws; the median, slowest and fastest window's samples/s (--windows) show the spread, and so "
+                       "draws; the median, min and max of the windows' own samples/s (--windows) show the spread, and so "
                        "do CV (%: the windows' standard deviation / mean x 100) and spread (%: (fastest - slowest) / "
                        "median x 100); checks: windows shorter than 5 s or more than 10 % apart. Step times are in "
                        "milliseconds, over every timed step. One figure per workload and image size or sequence "

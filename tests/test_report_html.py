@@ -33,10 +33,10 @@ from trainbench.campaign.table import campaign_summary, campaign_table
 from trainbench.cli.main import main
 from trainbench.cli.report_gather import gather, write_report
 from trainbench.profile.run import ProfileRun
+from trainbench.report import readable
 from trainbench.report.found import ReportData
 from trainbench.report.html import SECTIONS, render
 from trainbench.report.page import cell, cell_text
-from trainbench.report import readable
 from trainbench.results.files import write_csv_atomic, write_json_atomic
 from trainbench.results.layout import batch_file
 from trainbench.results.records import BatchResult, Status
@@ -188,14 +188,15 @@ def measured(batch_size: int, windows: int = 3, steps: int = 4) -> dict[str, Any
 
 
 def throughput_run(folder: Path, batch_sizes: tuple[int, ...] = (8, 16), data: str = "synthetic",
-                   framework: str = "torch", extra: dict[str, Any] | None = None) -> Path:
+                   framework: str = "torch", extra: dict[str, Any] | None = None, image_size: int = 64,
+                   windows: int = 3) -> Path:
     """A run folder as the sweep writes it: an ok result per batch size (on real data with the pipeline's own
     rate), then one that ran out of memory; env.json beside it."""
     folder.mkdir(parents=True)
-    store = ThroughputRun(folder, {"framework": framework, "precision": "fp32", "image_size": 64, "data": data,
-                                   "device": "cpu", "warmup_steps": 1, "timed_steps": 4})
+    store = ThroughputRun(folder, {"framework": framework, "precision": "fp32", "image_size": image_size,
+                                   "data": data, "device": "cpu", "warmup_steps": 1, "timed_steps": 4})
     for batch in batch_sizes:
-        values = measured(batch) | (extra or {})
+        values = measured(batch, windows) | (extra or {})
         if data != "synthetic":
             values |= {"input_samples_per_sec": values["samples_per_sec"] * 1.05, "input_bound": True}
         store.add(BatchResult(batch, Status.OK, None, values), step_s=[0.1] * 12)
@@ -523,7 +524,7 @@ def test_real_ncu_and_nsys_profiles_through_the_stand_ins(tmp_path: Path) -> Non
     assert_rows(page.table("timeline", "gpu_busy_fraction"), summary_rows(nsys, "profile.json"),
                 ["batch_size", "gpu_busy_fraction", "steps", "step_gpu_ms_median", "kernels"])
     steps = json.loads(batch_file(nsys, 2, ".timeline.json").read_text())["step_gpu_ms"]
-    assert page.table("timeline", "median_ms")[0]["each step (ms)"] == ", ".join(map(cell_text, steps))
+    assert page.table("timeline", "median (ms)")[0]["each step (ms)"] == ", ".join(map(cell_text, steps))
     assert len(page.sections["coreutil"]["images"]) == 1  # coreutil's figure, summary.png
     assert_every_section_present_or_explained(page)
 
@@ -545,7 +546,7 @@ def test_a_real_campaign_s_summary_and_failures_are_in_the_page(tmp_path: Path) 
     summary = campaign_summary(campaign_table(tmp_path / "campaign")).drop(columns="scaling_efficiency")
     shown = page.table("campaigns", "spread_pct")
     assert_rows(shown, summary.to_dict("records"), list(summary.columns))
-    assert [(row["batch_size"], row["ok"]) for row in shown] == [("1", "0"), ("2", "2")]
+    assert [(row["batch size"], row["ok"]) for row in shown] == [("1", "0"), ("2", "2")]
     failures = page.table("failures", "reason")
     assert len(failures) == 2 and all("Expected more than 1 value per channel" in row["reason"] for row in failures)
     assert_every_section_present_or_explained(page)

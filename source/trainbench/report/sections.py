@@ -285,13 +285,13 @@ def throughput_section(data: ReportData) -> Section:
     if not data.runs:
         return absent("throughput", title, "No throughput run (summary.json) in the folders given.")
     parts = [paragraph("samples/s: all timed samples / all timed wall time (warm-up excluded), the rate each figure "
-                       "draws; the median, min and max of the windows' own samples/s (--windows) show the spread, and so "
-                       "do CV (%: the windows' standard deviation / mean x 100) and spread (%: (fastest - slowest) / "
-                       "median x 100); checks: windows shorter than 5 s or more than 10 % apart. Step times are in "
-                       "milliseconds, over every timed step. One figure per workload and image size or sequence "
-                       "length. Failed batch sizes are shaded, with their reasons under Failed batch sizes; an invalid "
-                       "result (a rate or time that is no measurement) is shaded too and left out of the figure; its "
-                       "run is not compared.", "note"),
+                       "draws; the median, min and max of the windows' own samples/s (--windows) show the spread, "
+                       "and so do CV (%: the windows' standard deviation / mean x 100) and spread (%: (fastest - "
+                       "slowest) / median x 100); checks: windows shorter than 5 s or more than 10 % apart. Step "
+                       "times are in milliseconds, over every timed step. One figure per workload and image size or "
+                       "sequence length. Failed batch sizes are shaded, with their reasons under Failed batch sizes; "
+                       "an invalid result (a rate or time that is no measurement) is shaded too and left out of the "
+                       "figure; its run is not compared.", "note"),
              throughput_figure(data.runs)]
     for run in data.runs:
         header = RunHeader.read(run.header)

@@ -23,6 +23,7 @@ from trainbench.campaign.table import campaign_table
 from trainbench.config import BenchConfig, ModelConfig
 from trainbench.engines.base import Engine
 from trainbench.report import sections
+from trainbench.report.readable import header
 from trainbench.results import fields, layout
 from trainbench.results.fields import FLAT, Field, Group, Merge, Where
 from trainbench.results.files import write_json_atomic
@@ -108,7 +109,7 @@ def assert_everywhere(campaign: Path, run: ThroughputRun, field: Field, expected
     assert dict(zip(frame["batch_size"], frame[field.name], strict=True)) == expected
     page, _ = page_of([run.path], tmp_path)
     shown = page.table("throughput", field.name)
-    assert {int(row["batch_size"]): float(row[field.name]) for row in shown} == expected
+    assert {int(row["batch size"]): float(row[header(field.name)]) for row in shown} == expected  # headed in words
 
 
 @pytest.mark.slow

@@ -32,6 +32,7 @@ from trainbench.campaign.table import campaign_summary, campaign_table
 from trainbench.cli.main import main
 from trainbench.cli.report_gather import gather, write_report
 from trainbench.profile.run import ProfileRun
+from trainbench.report import readable
 from trainbench.report.found import ReportData
 from trainbench.report.html import SECTIONS, render
 from trainbench.report.page import cell, cell_text
@@ -54,14 +55,24 @@ class Page(HTMLParser):
     def __init__(self, text: str) -> None:
         super().__init__(convert_charrefs=True)
         self.sections: dict[str, dict[str, Any]] = {}
+        self.missing: dict[str, str] = {}  # the closing line's sections with nothing to show: id -> "Title (why)"
+        self.nav: list[str] = []  # the navigation's links
         self.current: dict[str, Any] | None = None
         self.row: list[str] | None = None
         self.text: list[str] | None = None
         self.absent = False
+        self.in_nav = False
+        self.missing_key: str | None = None
         self.feed(text)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = dict(attrs)
+        if tag == "nav":
+            self.in_nav = True
+        elif tag == "a" and self.in_nav:
+            self.nav.append(str(attributes["href"]).removeprefix("#"))
+        elif tag == "span" and self.current is None and attributes.get("id"):
+            self.missing_key, self.text = str(attributes["id"]), []
         if tag == "section":
             self.current = self.sections.setdefault(str(attributes["id"]), {"tables": [], "absent": [], "images": []})
         elif self.current is None:
@@ -80,6 +91,12 @@ class Page(HTMLParser):
             self.text.append(data)
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "nav":
+            self.in_nav = False
+        elif tag == "span" and self.missing_key is not None:
+            self.missing[self.missing_key] = "".join(self.text or [])
+            self.missing_key, self.text = None, None
+            return
         if self.current is None or (self.text is None and tag not in ("tr", "section")):
             return
         if tag in ("td", "th") and self.row is not None:
@@ -96,11 +113,15 @@ class Page(HTMLParser):
         elif tag == "section":
             self.current = None
 
+    def why(self, section: str) -> str:
+        """Why a section has nothing to show, as the closing line gives it (the title's bracket)."""
+        return self.missing[section].split(" (", 1)[1].removesuffix(")")
+
     def tables(self, section: str, column: str) -> list[list[dict[str, str]]]:
         """The section's tables that have ``column``, each as rows keyed by the header."""
         found = []
         for rows in self.sections[section]["tables"]:
-            if rows and column in rows[0]:
+            if rows and (column in rows[0] or readable.header(column) in rows[0]):  # the page's header, or the field's
                 found.append([dict(zip(rows[0], row, strict=True)) for row in rows[1:]])
         return found
 
@@ -133,6 +154,8 @@ def assert_rows(shown: list[dict[str, str]], expected: list[dict[str, Any]], col
     for row, record in zip(shown, expected, strict=True):
         for column in columns:
             value = record.get(column)
+            if column not in row:  # headed in words, in the page's unit (ms for a step's seconds)
+                column, value = readable.header(column), readable.shown(column, value)
             try:
                 assert_shows(row[column], value.item() if hasattr(value, "item") else value)
             except (AssertionError, ValueError) as failure:
@@ -140,11 +163,16 @@ def assert_rows(shown: list[dict[str, str]], expected: list[dict[str, Any]], col
 
 
 def assert_every_section_present_or_explained(page: Page) -> None:
-    assert tuple(page.sections) == SECTION_IDS
+    """Each section is shown (and linked from the navigation) or named with why in the closing line, in order."""
+    assert page.nav == list(page.sections)
+    assert not set(page.sections) & set(page.missing)
+    assert [key for key in SECTION_IDS if key in page.sections or key in page.missing] == list(SECTION_IDS)
+    assert list(page.sections) == [key for key in SECTION_IDS if key in page.sections]
+    assert list(page.missing) == [key for key in SECTION_IDS if key in page.missing]
     for key, section in page.sections.items():
         assert section["tables"] or section["images"] or section["absent"], key
-        if section["absent"] and not section["tables"]:
-            assert len(section["absent"]) == 1 and section["absent"][0].endswith("."), key
+    for key, why in page.missing.items():
+        assert why.endswith(")") and page.why(key), key
 
 
 # --- run folders made by the suite's writers ------------------------------------------------------------------
@@ -160,14 +188,15 @@ def measured(batch_size: int, windows: int = 3, steps: int = 4) -> dict[str, Any
 
 
 def throughput_run(folder: Path, batch_sizes: tuple[int, ...] = (8, 16), data: str = "synthetic",
-                   framework: str = "torch", extra: dict[str, Any] | None = None) -> Path:
+                   framework: str = "torch", extra: dict[str, Any] | None = None, image_size: int = 64,
+                   windows: int = 3) -> Path:
     """A run folder as the sweep writes it: an ok result per batch size (on real data with the pipeline's own
     rate), then one that ran out of memory; env.json beside it."""
     folder.mkdir(parents=True)
-    store = ThroughputRun(folder, {"framework": framework, "precision": "fp32", "image_size": 64, "data": data,
-                                   "device": "cpu", "warmup_steps": 1, "timed_steps": 4})
+    store = ThroughputRun(folder, {"framework": framework, "precision": "fp32", "image_size": image_size,
+                                   "data": data, "device": "cpu", "warmup_steps": 1, "timed_steps": 4})
     for batch in batch_sizes:
-        values = measured(batch) | (extra or {})
+        values = measured(batch, windows) | (extra or {})
         if data != "synthetic":
             values |= {"input_samples_per_sec": values["samples_per_sec"] * 1.05, "input_bound": True}
         store.add(BatchResult(batch, Status.OK, None, values), step_s=[0.1] * 12)
@@ -207,10 +236,10 @@ def test_a_throughput_run_s_tables_hold_its_numbers_and_absent_sections_say_why(
     environment = {row[""]: row for row in page.table("environment", "")}
     assert environment["host"]["a"] == "node7" and environment["GPU driver"]["a"] == "550.54.15"
     gpus = page.table("environment", "sm_clock_max_mhz")
-    assert gpus[0]["name"] == "NVIDIA H100 80GB HBM3" and gpus[0]["sm_clock_max_mhz"] == "1980"
+    assert gpus[0]["name"] == "NVIDIA H100 80GB HBM3" and gpus[0]["sm clock max mhz"] == "1980"
     for key, why in (("campaigns", "No campaign folder"), ("training", "No training run"),
                      ("telemetry", "No GPU telemetry")):
-        assert page.sections[key]["absent"][0].startswith(why), key
+        assert key not in page.sections and page.why(key).startswith(why), key
     assert [row["batch size: A -> B"] for row in page.table("comparisons", "batch size: A -> B")] == ["8 -> 16"]
 
 
@@ -272,11 +301,11 @@ def test_coreutil_and_nsys_profiles_show_their_units_kernels_and_steps(tmp_path:
     assert_rows(top, kernels.head(10).to_dict("records"), list(kernels.columns))  # the first 10 of 12
     assert_rows(page.table("timeline", "gpu_busy_fraction"), summary_rows(nsys, "profile.json"),
                 ["batch_size", *timeline[8]])
-    steps = page.table("timeline", "median_ms")
-    assert steps == [{"batch_size": "8", "steps": "3", "min_ms": "17.5", "median_ms": "18", "max_ms": "19.25",
+    steps = page.table("timeline", "median (ms)")
+    assert steps == [{"batch size": "8", "steps": "3", "min (ms)": "17.5", "median (ms)": "18", "max (ms)": "19.25",
                       "each step (ms)": "17.5, 18, 19.25"}]
-    assert page.table("timeline", "total_ms")[0] == {"name": "sm90_xmma_gemm", "total_ms": "30",
-                                                     "instances": "300", "mean_us": "100", "share": "0.6"}
+    assert page.table("timeline", "total_ms")[0] == {"name": "sm90_xmma_gemm", "total ms": "30",
+                                                     "instances": "300", "mean us": "100", "share": "0.6"}
 
 
 # --- campaigns, variability, models, training -----------------------------------------------------------------
@@ -308,9 +337,9 @@ def test_a_campaign_s_summary_and_scaling_efficiency_are_in_the_page(tmp_path: P
     summary = campaign_summary(campaign_table(campaign))
     shown = page.table("campaigns", "scaling_efficiency")
     assert_rows(shown, summary.to_dict("records"), list(summary.columns))
-    assert [row["scaling_efficiency"] for row in shown] == ["1", cell_text(180.0 / (2 * 100.0))]
+    assert [row["scaling efficiency"] for row in shown] == ["1", cell_text(180.0 / (2 * 100.0))]
     assert len(page.sections["campaigns"]["images"]) == 1
-    assert page.sections["throughput"]["absent"]  # the campaign's runs are shown by their section only
+    assert page.why("throughput")  # the campaign's runs are shown by their section only
 
 
 UNITS = {"resnet50": "images/s", "transformer": "sentence pairs/s", "bert": "sequences/s"}
@@ -353,9 +382,9 @@ def test_a_campaign_over_workloads_draws_each_in_its_own_unit(tmp_path: Path) ->
     for rows, record in zip(tables, table.to_dict("records"), strict=True):
         assert_shows(rows[0]["parameters"], record["parameters"])
         if record["workload"] == "resnet50":  # images hold no tokens: no column of blanks
-            assert "tokens_per_sec" not in rows[0]
+            assert "tokens/s" not in rows[0]
         else:
-            assert_shows(rows[0]["tokens_per_sec"], record["tokens_per_sec"])
+            assert_shows(rows[0]["tokens/s"], record["tokens_per_sec"])
 
 
 def test_variability_per_gpu_and_across(tmp_path: Path) -> None:
@@ -395,9 +424,10 @@ def test_models_and_training_curves(tmp_path: Path) -> None:
                                                  "batch_size": 384})
     page, text = page_of([tmp_path], tmp_path)
     shown = page.table("models", "smape")[0]
-    assert shown["function"] == "0.1 + 0.002 * batch_size^(1)" and shown["smape"] == "3.21"
-    assert shown["predictions and checks"] == ("at batch_size=64: 0.228 (extrapolated); left out batch_size=24: "
-                                               "measured 0.15, predicted 0.148")
+    assert shown["function"] == "0.1 + 0.002 * batch_size^(1)" and shown["SMAPE (%)"] == "3.21"
+    assert shown["verdict"] == "good"  # SMAPE 3.21 % <= 5 %, adjusted R² 0.99 >= 0.9
+    assert shown["predictions"] == "at batch_size=64: 0.228 s (extrapolated: batch_size)"
+    assert shown["left-out checks"] == "left out batch_size=24: measured 0.15 s, predicted 0.148 s"
     assert_rows(page.table("training", "eval_top5"), epochs, ["epoch", "train_loss", "eval_loss", "eval_top1",
                                                               "eval_top5"])
     assert "tf fp32 batch 384 90 epochs planned synthetic data (train)" in text
@@ -497,7 +527,7 @@ def test_real_ncu_and_nsys_profiles_through_the_stand_ins(tmp_path: Path) -> Non
     assert_rows(page.table("timeline", "gpu_busy_fraction"), summary_rows(nsys, "profile.json"),
                 ["batch_size", "gpu_busy_fraction", "steps", "step_gpu_ms_median", "kernels"])
     steps = json.loads(batch_file(nsys, 2, ".timeline.json").read_text())["step_gpu_ms"]
-    assert page.table("timeline", "median_ms")[0]["each step (ms)"] == ", ".join(map(cell_text, steps))
+    assert page.table("timeline", "median (ms)")[0]["each step (ms)"] == ", ".join(map(cell_text, steps))
     assert len(page.sections["coreutil"]["images"]) == 1  # coreutil's figure, summary.png
     assert_every_section_present_or_explained(page)
 
@@ -519,7 +549,7 @@ def test_a_real_campaign_s_summary_and_failures_are_in_the_page(tmp_path: Path) 
     summary = campaign_summary(campaign_table(tmp_path / "campaign")).drop(columns="scaling_efficiency")
     shown = page.table("campaigns", "spread_pct")
     assert_rows(shown, summary.to_dict("records"), list(summary.columns))
-    assert [(row["batch_size"], row["ok"]) for row in shown] == [("1", "0"), ("2", "2")]
+    assert [(row["batch size"], row["ok"]) for row in shown] == [("1", "0"), ("2", "2")]
     failures = page.table("failures", "reason")
     assert len(failures) == 2 and all("Expected more than 1 value per channel" in row["reason"] for row in failures)
     assert_every_section_present_or_explained(page)

@@ -79,7 +79,7 @@ def test_a_rate_that_is_no_measurement_is_an_invalid_row_named_and_left_out(
     edit(bad, 0, "samples_per_sec", value)
     page, text = page_text([tmp_path], tmp_path)
     row = page.table("throughput", "samples_per_sec", 1)[0]
-    assert (row["batch_size"], row["status"], row["samples_per_sec"]) == ("8", "invalid", shown)
+    assert (row["batch size"], row["status"], row["samples/s"]) == ("8", "invalid", shown)
     reason = f"{bad / 'summary.json'}: results[0].samples_per_sec is {value!r}, not a finite non-negative number"
     assert [(r["what"], r["reason"]) for r in invalid_rows(page)] == [("batch 8", reason)]
     assert "1 invalid value (NaN, infinite, negative or not a number) left out" in text
@@ -126,7 +126,8 @@ def test_a_figure_matplotlib_cannot_draw_is_one_line(tmp_path: Path) -> None:
         warnings.simplefilter("error")
         page, _ = page_text([tmp_path], tmp_path)
     [why] = page.sections["throughput"]["absent"]
-    assert why.startswith("The figure (images/s against batch size) cannot be drawn: FloatingPointError: overflow")
+    assert why.startswith("The figure (images/s against batch size (64 px)) cannot be drawn: FloatingPointError: "
+                          "overflow")
     assert len(page.tables("throughput", "samples_per_sec")) == 3  # the numbers are all there
 
 
@@ -153,7 +154,7 @@ def test_a_campaign_s_invalid_repetition_is_out_of_its_statistics(tmp_path: Path
     edit(campaign / "run_1_torch_fp32_gpus1_b8_ret_0", 0, "samples_per_sec", math.nan)
     page, text = page_text([campaign], tmp_path)
     shown = page.table("campaigns", "scaling_efficiency")
-    assert [(row["runs"], row["ok"], row["samples_per_sec_median"]) for row in shown] == \
+    assert [(row["runs"], row["ok"], row["median samples/s"]) for row in shown] == \
         [("3", "2", "95"), ("3", "3", "180")]  # 100 and 90: the NaN repetition is neither counted nor averaged
     assert campaign_summary(campaign_table(campaign))["ok"].tolist() == [2, 3]
     assert "1 invalid result left out of the median, min, max, spread, CV and the figure: " \
@@ -182,7 +183,8 @@ def test_a_variability_study_s_invalid_run_is_out_of_the_medians(tmp_path: Path)
             BatchResult(16, Status.OK, None, {"samples_per_sec": 100.0 + 10 * gpu + repetition}))
     edit(study / "gpu1_rep0", 0, "samples_per_sec", -1.0)
     page, text = page_text([study], tmp_path)
-    medians = {row["gpu_index"]: row["samples_per_sec_median"] for row in page.table("variability", "vs_median_pct")}
+    medians = {row["gpu index"]: row["median samples/s"]
+               for row in page.table("variability", "vs_median_pct")}
     assert medians == {"0": "100.5", "1": "111"}  # GPU 1: its one valid repetition
     assert "1 invalid result left out of the medians" in text
     assert invalid_rows(page)[0]["where"] == "variability study: gpu1_rep0"
@@ -262,7 +264,7 @@ def test_nsys_lists_of_the_wrong_type_are_left_out_named(tmp_path: Path) -> None
                                 "non-negative number"]
     assert sorted(profile.step_gpu_ms) == [16] and sorted(profile.top_kernels) == [8, 16]
     page = Page(render(data))
-    assert page.table("timeline", "total_ms", 1) == [{"name": "1", "total_ms": "", "instances": "", "mean_us": "",
+    assert page.table("timeline", "total_ms", 1) == [{"name": "1", "total ms": "", "instances": "", "mean us": "",
                                                       "share": ""}]  # what is absent stays blank
 
 

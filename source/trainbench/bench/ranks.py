@@ -14,11 +14,11 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from trainbench.bench.stats import window_spread
 from trainbench.bench.work import world_values
 from trainbench.results import fields
 from trainbench.results.fields import Merge
 from trainbench.results.records import BatchResult
+from trainbench.results.trust import window_spread
 
 
 def merge_ranks(ranked: Sequence[tuple[int, BatchResult]], world_size: int) -> BatchResult:

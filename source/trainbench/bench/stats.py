@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from trainbench.bench.timing import Window
+from trainbench.results.trust import window_spread
 
 
 def samples_per_sec(batch_size: int, steps: int, window_s: float) -> float:
@@ -19,17 +20,6 @@ def samples_per_sec(batch_size: int, steps: int, window_s: float) -> float:
 
 def median_abs_deviation(values: np.ndarray) -> float:
     return float(np.median(np.abs(values - np.median(values))))
-
-
-def window_spread(rates: Sequence[float]) -> dict[str, float | None]:
-    """How much the windows' own samples/s disagree, in percent: the coefficient of variation (sample standard
-    deviation, ddof 1, over the mean) and the spread ((max - min) / median). None with one window: it has no spread
-    of its own."""
-    if len(rates) < 2:
-        return {"window_cv_pct": None, "window_spread_pct": None}
-    values = np.asarray(rates, dtype=np.float64)
-    return {"window_cv_pct": float(100 * np.std(values, ddof=1) / np.mean(values)),
-            "window_spread_pct": float(100 * (values.max() - values.min()) / np.median(values))}
 
 
 def summarize(batch_size: int, window: Window) -> dict[str, Any]:

@@ -62,6 +62,7 @@ from trainbench.results.layout import (
     in_unfinished_run,
 )
 from trainbench.results.records import RecordError, is_measurement, unstamped
+from trainbench.results.run_settings import differing
 from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import DEFAULT_OUTLIER_THRESHOLD, TELEMETRY_DIR, VARIABILITY_FILE
 from trainbench.training.loop import FAILURES_FILE, METRICS_FILE
@@ -322,13 +323,15 @@ def read_model(path: Path) -> ModelFile:
     return ModelFile(path.parent, content, invalid)
 
 
-def _environment_key(env: dict[str, Any]) -> str:
-    """What makes two environments the same machine and software (not the time, command or idle clocks)."""
+def _environment_settings(env: dict[str, Any]) -> dict[str, Any]:
+    """What makes two environments the same machine and software (not the time, command or idle clocks), flat:
+    the framework's versions by name ("framework.cudnn"), so that ``same_value`` reads them as versions."""
     gpu = env.get("gpu") or {}
     gpus = [(g.get("uuid"), g.get("name")) for g in gpu.get("gpus") or []]
-    fixed = [env.get(name) for name in ("hostname", "platform", "python", "cpu_model", "trainbench_version",
-                                        "suite_commit", "cuda_visible_devices", "framework")]
-    return json.dumps([*fixed, gpu.get("driver"), gpus], sort_keys=True, default=str)
+    fixed = {name: env.get(name) for name in ("hostname", "platform", "python", "cpu_model", "trainbench_version",
+                                              "suite_commit", "cuda_visible_devices")}
+    framework = {f"framework.{name}": value for name, value in (env.get("framework") or {}).items()}
+    return {**fixed, **framework, "gpu.driver": gpu.get("driver"), "gpu.gpus": gpus}
 
 
 # env.json's nested values and what they must be: the environment section reads into them
@@ -349,12 +352,21 @@ def read_environment(path: Path) -> dict[str, Any]:
 
 
 def read_environments(data: ReportData, folders: list[Path]) -> list[Environment]:
-    grouped: dict[str, Environment] = {}
+    """The env.json files grouped: one group per machine and software, versions compared in any notation (torch's
+    cuDNN 90100 is TensorFlow's "9.1.0")."""
+    grouped: list[tuple[dict[str, Any], Environment]] = []
     for path in _files(folders, ENV):
         env = _readable(data, read_environment, path)
-        if env is not None:
-            grouped.setdefault(_environment_key(env), Environment(env, [])).folders.append(path.parent)
-    return list(grouped.values())
+        if env is None:
+            continue
+        settings = _environment_settings(env)
+        group = next((found for known, found in grouped if not differing(known, settings)), None)
+        if group is None:
+            group = Environment(env, [])
+            grouped.append((settings, group))
+        group.folders.append(path.parent)
+        group.envs.append(env)
+    return [group for _, group in grouped]
 
 
 # --- the whole gathering --------------------------------------------------------------------------------------

@@ -52,10 +52,12 @@ class Profile:
 
 @dataclass(frozen=True)
 class Environment:
-    """One env.json and the run folders whose environment is the same machine and software."""
+    """One env.json and the run folders whose environment is the same machine and software (versions in any
+    notation: ``results.run_settings.same_value``); ``envs``: each folder's own env.json (its command and time)."""
 
     env: dict[str, Any]
     folders: list[Path]
+    envs: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

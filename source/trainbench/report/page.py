@@ -80,6 +80,7 @@ def _is_text(value: Any) -> bool:
 
 
 def frame_table(frame: pd.DataFrame, failed: Sequence[bool] = ()) -> str:
+    """A frame under its own column names (``report.sections`` heads its tables in words)."""
     return table([str(name) for name in frame.columns], frame.astype(object).itertuples(index=False, name=None),
                  failed)
 
@@ -134,10 +135,23 @@ class Section:
         return f'<section id="{html.escape(self.key)}"><h2>{html.escape(self.title)}</h2>{content}</section>'
 
 
+def absent_line(sections: Sequence[Section]) -> str:
+    """The sections with nothing to show, in one closing paragraph: "Not in these folders: Title (why); ...". Each
+    keeps its anchor, so a link to it still lands on its reason."""
+    if not sections:
+        return ""
+    items = "; ".join(f'<span id="{html.escape(s.key)}">{html.escape(s.title)} '
+                      f"({html.escape(s.absent.rstrip('.'))})</span>" for s in sections)
+    return f'<p class="absent" id="not-here">Not in these folders: {items}.</p>'
+
+
 def page(title: str, preamble: str, sections: Sequence[Section]) -> str:
-    """The whole document: title, what it was made from, links to the sections, the sections."""
-    links = "".join(f'<a href="#{html.escape(s.key)}">{html.escape(s.title)}</a>' for s in sections)
-    body = "".join(section.render() for section in sections)
+    """The whole document: title, what it was made from, links to the sections that have something to show, those
+    sections, and one line naming the others with why."""
+    shown = [section for section in sections if section.body is not None]
+    links = "".join(f'<a href="#{html.escape(s.key)}">{html.escape(s.title)}</a>' for s in shown)
+    body = "".join(section.render() for section in shown)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
             f'<meta name="viewport" content="width=device-width"><style>{STYLE}</style></head><body>'
-            f"<h1>{html.escape(title)}</h1>{preamble}<nav>{links}</nav>{body}</body></html>\n")
+            f"<h1>{html.escape(title)}</h1>{preamble}<nav>{links}</nav>{body}"
+            f"{absent_line([section for section in sections if section.body is None])}</body></html>\n")

@@ -32,7 +32,7 @@ from trainbench.results.header import RunHeader
 from trainbench.results.records import Status
 from trainbench.results.run_settings import Pair, differing, one_setting_pairs
 from trainbench.results.significance import Verdict, compare_rates
-from trainbench.results.trust import trust_flags
+from trainbench.results.trust import trust_flags, window_spread
 
 # The settings a row names, in the order the page shows them; workload is the group, never a setting.
 SETTINGS = ("framework", "precision", "device", "size", "image_size", "seq_len", "data", "compile", "cuda_graph",
@@ -100,15 +100,6 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
-def _spread(samples: Sequence[float]) -> tuple[float | None, float | None]:
-    """(CV %, spread %) of the samples: standard deviation / mean (ddof 1) and (max - min) / median."""
-    if len(samples) < 2:
-        return None, None
-    median = statistics.median(samples)
-    cv = statistics.stdev(samples) / statistics.fmean(samples) * 100 if statistics.fmean(samples) else None
-    return cv, (max(samples) - min(samples)) / median * 100 if median else None
-
-
 def _per_window(values: Mapping[str, Any]) -> float | None:
     total = _number(values.get("window_s"))
     return None if total is None else total / (_number(values.get("windows")) or 1.0)
@@ -122,13 +113,6 @@ def _windows(values: Mapping[str, Any]) -> list[float]:
     return [float(values[fields.SAMPLES_PER_SEC])]
 
 
-def _flags(values: Mapping[str, Any], spread: float | None) -> list[str]:
-    """The trust flags of a result; a file from before the windows' spread was recorded gets it computed."""
-    if values.get("window_spread_pct") is None and spread is not None:
-        values = {**values, "window_spread_pct": spread}
-    return trust_flags(values)
-
-
 def _ok(row: Mapping[str, Any]) -> bool:
     return row.get("status") == Status.OK and _number(row.get(fields.SAMPLES_PER_SEC)) is not None
 
@@ -140,15 +124,17 @@ def run_rows(run: RunRecord, gpu: str | None = None) -> list[dict[str, Any]]:
     rows = []
     for values in filter(_ok, run.rows):
         samples = _windows(values)
-        cv, spread = _spread(samples)
-        cv = _number(values.get("window_cv_pct")) if values.get("window_cv_pct") is not None else cv
-        spread = _number(values.get("window_spread_pct")) if values.get("window_spread_pct") is not None else spread
+        spread = window_spread(samples)  # files from before the window's spread was recorded too
+        cv = _number(values.get("window_cv_pct")) if values.get("window_cv_pct") is not None else \
+            spread["window_cv_pct"]
+        spread_pct = _number(values.get("window_spread_pct")) if values.get("window_spread_pct") is not None else \
+            spread["window_spread_pct"]
         rows.append({"workload": header.workload, "sample_unit": header.sample_unit, **settings,
                      "batch_size": values["batch_size"], "samples_per_sec": float(values[fields.SAMPLES_PER_SEC]),
-                     "sample": WINDOWS, "samples": samples, "n": len(samples), "cv_pct": cv, "spread_pct": spread,
+                     "sample": WINDOWS, "samples": samples, "n": len(samples), "cv_pct": cv, "spread_pct": spread_pct,
                      "per_window_s": _per_window({"windows": header.timing and header.timing.windows, **values}),
                      "tokens_per_sec": _number(values.get("tokens_per_sec")), "mfu": _number(values.get("mfu")),
-                     "flags": _flags(values, spread), "source": run.shown_name})
+                     "flags": trust_flags(values), "source": run.shown_name})
     return rows
 
 
@@ -205,7 +191,7 @@ def _campaign_row(campaign: Campaign, config: str, batch: int, ok: list[dict[str
     if "gpus" in first and _plain(first["gpus"]) is not None:
         settings["gpus"] = _plain(first["gpus"])
     values = [_result(campaign, str(row["run_folder"]), batch) or row for row in ok]
-    flags = list(dict.fromkeys(flag for each in values for flag in _flags(each, _spread(_windows(each))[1])))
+    flags = list(dict.fromkeys(flag for each in values for flag in trust_flags(each)))
     per_window = [seconds for each in values if (seconds := _per_window(each)) is not None]
     work = {name: _median([_number(row.get(name)) for row in ok]) for name in ("tokens_per_sec", "mfu")}
     unit = _plain(first.get("sample_unit"))

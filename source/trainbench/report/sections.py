@@ -24,9 +24,18 @@ from trainbench.report.found import (
     Training,
     short_names,
 )
-from trainbench.report.page import Section, cell_text, figure_image, frame_table, heading, image, paragraph, table
+from trainbench.report.page import Section, cell_text, figure_image, heading, image, paragraph, table
 from trainbench.report.plot import batch_size_figure, drawn_lines
 from trainbench.report.ranking_sections import comparisons_section, headline_section
+from trainbench.report.readable import (
+    VERDICT_RULE,
+    header,
+    percent_error,
+    short_numbers,
+    shown,
+    verdict,
+    with_trust,
+)
 from trainbench.report.telemetry_plot import telemetry_figure
 from trainbench.results import fields
 from trainbench.results.header import RunHeader, Timing
@@ -78,13 +87,21 @@ def filled(columns: Sequence[str], rows: Sequence[dict[str, Any]], keep: Sequenc
 
 def rows_table(columns: Sequence[str], rows: Sequence[dict[str, Any]], keep: Sequence[str] = ("batch_size",),
                failed: Sequence[bool] | None = None) -> str:
-    """``rows`` under the ``columns`` that hold something; rows whose status is not ok (or those ``failed``
-    flags) shaded, an invalid row's NaN shown as such rather than as a blank."""
-    shown = filled(columns, rows, keep)
+    """``rows`` under the ``columns`` that hold something, headed and in units as ``readable`` says; rows whose
+    status is not ok (or those ``failed`` flags) shaded, an invalid row's NaN shown as such rather than as a blank."""
+    names = filled(columns, rows, keep)
     flags = [row.get("status", "ok") != "ok" for row in rows] if failed is None else list(failed)
-    return table(shown, [[_as_shown(row.get(name), flag) for name in shown] for row, flag in zip(rows, flags,
-                                                                                                  strict=True)],
-                 flags)
+    return table([header(name) for name in names],
+                 [[_as_shown(shown(name, row.get(name)), flag) for name in names]
+                  for row, flag in zip(rows, flags, strict=True)], flags)
+
+
+def words_table(frame: pd.DataFrame, failed: Sequence[bool] = ()) -> str:
+    """A frame as a table, headed and in units as ``readable`` says."""
+    names = [str(name) for name in frame.columns]
+    rows = [[shown(name, value) for name, value in zip(names, row, strict=True)]
+            for row in frame.astype(object).itertuples(index=False, name=None)]
+    return table([header(name) for name in names], rows, failed)
 
 
 def _as_shown(value: Any, marked: bool) -> Any:
@@ -151,23 +168,43 @@ _GPU_COLUMNS = ("index", "name", "compute_capability", "memory_total_mib", "sm_c
 
 
 def _environment_columns(environments: Sequence[Environment]) -> list[str]:
-    """Each environment's first folder (named apart from the others') and how many more share it."""
+    """Each environment's first folder (named apart from the others') and how many more share it (the "runs" row
+    names them all)."""
     names = short_names([environment.folders[0] for environment in environments])
     return [names[environment.folders[0]] + (f" and {len(environment.folders) - 1} more"
                                              if len(environment.folders) > 1 else "") for environment in environments]
+
+
+_PER_RUN = ("command", "time (UTC)")  # what each run of one environment has of its own
+
+
+def _environment_column(environment: Environment, names: dict[Path, str]) -> dict[str, Any]:
+    """One environment's values: every run it holds by name, and a run's own command and time where the runs
+    differ in them (each run's, named), rather than the first run's standing for all."""
+    column = {"runs": ", ".join(names[folder] for folder in environment.folders),
+              **_environment_fields(environment.env)}
+    own = [_environment_fields(env) for env in environment.envs] or [column]
+    for name in _PER_RUN:
+        values = [each.get(name) for each in own]
+        if len(set(map(str, values))) > 1:
+            column[name] = "; ".join(f"{names[folder]}: {_text_or_none(value) or '-'}"
+                                    for folder, value in zip(environment.folders, values, strict=True))
+    return column
 
 
 def environment_section(data: ReportData) -> Section:
     title = "Environment"
     if not data.environments:
         return absent("environment", title, "No env.json in the folders given: the runs' machine is unknown.")
-    fields = [_environment_fields(environment.env) for environment in data.environments]
-    names = list(dict.fromkeys(name for each in fields for name in each))
+    names = short_names([folder for environment in data.environments for folder in environment.folders])
+    fields = [_environment_column(environment, names) for environment in data.environments]
+    rows_of = list(dict.fromkeys(name for each in fields for name in each))
     # as text (left-aligned like the rest of the column); a row empty in every column is left out
-    rows = [[name, *(_text_or_none(each.get(name)) for each in fields)] for name in names]
+    rows = [[name, *(_text_or_none(each.get(name)) for each in fields)] for name in rows_of]
     rows = [row for row in rows if any(value is not None for value in row[1:])]
     parts = [paragraph("As each run recorded it before measuring (env.json); runs on the same machine and software "
-                       "share a column.", "note"),
+                       "share a column (versions compared in any notation: cuDNN 90100 is 9.1.0); runs: every run "
+                       "the column holds; a command or time that differs between them is given per run.", "note"),
              table(["", *_environment_columns(data.environments)], rows)]
     for environment, column in zip(data.environments, _environment_columns(data.environments), strict=True):
         gpus = _gpus(environment.env)
@@ -185,24 +222,51 @@ def throughput_columns() -> tuple[str, ...]:
                                       if name not in telemetry_values()))
 
 
-def by_workload(runs: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
-    """The runs grouped by workload, in the order first seen: each group's rates are in one unit."""
-    groups: dict[str, list[RunRecord]] = {}
+_TRUST = ("checks",)  # the page's own column: the trust flags (readable.with_trust)
+
+
+def shape_of(run: RunRecord) -> str:
+    """What one sample is the size of: "224 px", "seq_len 128", or "" (a rate depends on it as much as on the
+    framework: runs of different shapes never share a figure's axis)."""
+    header = RunHeader.read(run.header)
+    if header.image_size:
+        return f"{header.image_size} px"
+    seq_len = (header.params or {}).get("seq_len")
+    return f"seq_len {seq_len}" if seq_len else ""
+
+
+def by_workload_and_shape(runs: Sequence[RunRecord]) -> dict[tuple[str, str], list[RunRecord]]:
+    """The runs grouped by workload and sample shape (``shape_of``), in the order first seen: a figure each."""
+    groups: dict[tuple[str, str], list[RunRecord]] = {}
     for run in runs:
-        groups.setdefault(RunHeader.read(run.header).workload, []).append(run)
+        groups.setdefault((RunHeader.read(run.header).workload, shape_of(run)), []).append(run)
     return groups
 
 
+def _has_windows(rows: Sequence[dict[str, Any]]) -> bool:
+    """Some ok result measured 2 or more windows: there is a slowest and a fastest to draw as a bar."""
+    return any(row.get("status") == Status.OK and isinstance(row.get("windows"), int) and row["windows"] >= 2
+               and row.get("samples_per_sec_min") is not None for row in rows)
+
+
+THROUGHPUT_STATISTIC = "overall {unit}: all timed samples / timed wall time"
+
+
 def throughput_figure(runs: Sequence[RunRecord]) -> str:
-    """One figure per workload: samples of different workloads are different things, each in its own unit."""
+    """One figure per workload and sample shape: samples of different workloads are different things, each in its
+    own unit, and a 64 px image is not a 224 px one. The point is the overall rate (the table's first rate); the
+    bars, drawn only where windows were repeated, run from the slowest to the fastest window."""
     parts = []
-    for workload, group in by_workload(runs).items():
+    for (workload, shape), group in by_workload_and_shape(runs).items():
         unit = per_second(RunHeader.read(group[0].header).sample_unit)
         lines = {label: (run.rows, "samples_per_sec") for label, run in zip(unique_labels(group), group, strict=True)}
-        title = f"{workload_title(workload)} training throughput (bars: slowest to fastest window)"
-        picture = figure_image(partial(batch_size_figure, lines, title, f"{unit} ({unit.removesuffix('/s')} / timed "
-                                       "window)", spread=("samples_per_sec_min", "samples_per_sec_max"),
-                                       width=FIGURE_WIDTH), f"{unit} against batch size")
+        bars = any(_has_windows(run.rows) for run in group)
+        statistic = THROUGHPUT_STATISTIC.format(unit=unit) + ("; bars: slowest to fastest window" if bars else "")
+        title = f"{workload_title(workload)}{f', {shape}' if shape else ''}: {statistic}"
+        picture = figure_image(partial(batch_size_figure, lines, title, f"overall {unit}",
+                                       spread=("samples_per_sec_min", "samples_per_sec_max") if bars else None,
+                                       width=FIGURE_WIDTH),
+                               f"{unit} against batch size{f' ({shape})' if shape else ''}")
         parts.append(capped_note(len(lines), "runs", "its table below") + picture)
     return "".join(parts)
 
@@ -220,11 +284,14 @@ def throughput_section(data: ReportData) -> Section:
     title = "Throughput against batch size"
     if not data.runs:
         return absent("throughput", title, "No throughput run (summary.json) in the folders given.")
-    parts = [paragraph("samples_per_sec: all timed samples / all timed wall time (warm-up excluded); its median, min "
-                       "and max over the timed windows (--windows) show the spread; step times over every timed step. "
-                       "Failed batch sizes are shaded, with their reasons under Failed batch sizes; an invalid result "
-                       "(a rate or time that is no measurement) is shaded too and left out of the figure; its run is "
-                       "not compared.", "note"),
+    parts = [paragraph("samples/s: all timed samples / all timed wall time (warm-up excluded), the rate each figure "
+                       "draws; the median, min and max of the windows' own samples/s (--windows) show the spread, "
+                       "and so do CV (%: the windows' standard deviation / mean x 100) and spread (%: (fastest - "
+                       "slowest) / median x 100); checks: windows shorter than 5 s or more than 10 % apart. Step "
+                       "times are in milliseconds, over every timed step. One figure per workload and image size or "
+                       "sequence length. Failed batch sizes are shaded, with their reasons under Failed batch sizes; "
+                       "an invalid result (a rate or time that is no measurement) is shaded too and left out of the "
+                       "figure; its run is not compared.", "note"),
              throughput_figure(data.runs)]
     for run in data.runs:
         header = RunHeader.read(run.header)
@@ -232,7 +299,8 @@ def throughput_section(data: ReportData) -> Section:
         steps = f"{timing.warmup_steps} warm-up + {timing.timed_steps} timed steps per window; " \
             f"samples are {header.sample_unit}s ({per_second(header.sample_unit)}){_work_note(header)}"
         parts += [heading(titled(run)), paragraph(steps, "note"),
-                  rows_table(throughput_columns(), run.rows, ("batch_size", "status")),
+                  rows_table((*throughput_columns(), *_TRUST), [with_trust(row) for row in run.rows],
+                             ("batch_size", "status")),
                   left_out_note([str(row.get("error")) for row in run.invalid_rows()], "invalid result{s} (shaded)",
                                 "the figure, and the run out of the comparisons")]
     return Section("throughput", title, "".join(parts))
@@ -344,6 +412,7 @@ def _summary_lines(summary: pd.DataFrame) -> dict[str, tuple[list[dict[str, Any]
         if _missing(row["batch_size"]):
             continue
         point = {"batch_size": int(row["batch_size"]), "status": "ok" if row["ok"] else "error",
+                 "repetitions": None if _missing(row["ok"]) else int(row["ok"]),
                  **{name: None if _missing(row[name]) else row[name] for name in
                     ("samples_per_sec_median", "samples_per_sec_min", "samples_per_sec_max")}}
         lines.setdefault(str(row["config"]), ([], "samples_per_sec_median"))[0].append(point)
@@ -355,15 +424,16 @@ def campaign_part(campaign: Campaign) -> str:
     runs = campaign.table["run_folder"].nunique() if "run_folder" in campaign.table else 0
     parts = [heading(f"campaign {campaign.path.name}"),
              paragraph(f"{runs} finished run folders; one row per configuration and batch size over its "
-                       "repetitions (ok of runs); spread_pct = (max - min) / median x 100.", "note")]
+                       "repetitions (ok of runs); spread (%) = (max - min) / median x 100; CV (%) = standard "
+                       "deviation / mean x 100 over the repetitions.", "note")]
     if summary["scaling_efficiency"].notna().any():
-        parts.append(paragraph("scaling_efficiency: the median samples/s with N processes / (N x the same "
+        parts.append(paragraph("scaling efficiency: the median samples/s with N processes / (N x the same "
                                "configuration's median with 1 process).", "note"))
     else:
         summary = summary.drop(columns="scaling_efficiency")
         parts.append(paragraph("No scaling efficiency: the matrix has no gpus axis with 1 and more processes.",
                                "note"))
-    parts.append(frame_table(summary, [not ok for ok in summary["ok"].fillna(0)]))
+    parts.append(words_table(summary, [not ok for ok in summary["ok"].fillna(0)]))
     invalid = [f"{row.get('run_folder')} batch {row.get('batch_size')}: {row.get('error')}"
                for row in _campaign_rows(campaign) if is_invalid(row)]
     parts.append(left_out_note(invalid, "invalid result{s}", "the median, min, max, spread, CV and the figure"))
@@ -379,18 +449,32 @@ def campaign_part(campaign: Campaign) -> str:
 _UNKNOWN = "unknown"  # configurations none of whose runs could be read
 
 
-def _config_workloads(table: pd.DataFrame) -> dict[str, tuple[str, str]]:
-    """Each configuration's workload and sample unit, as its runs recorded them (results.csv's columns)."""
+def _config_workloads(table: pd.DataFrame) -> dict[str, tuple[str, str, str]]:
+    """Each configuration's workload, sample unit and sample shape ("64 px", "seq_len 128" where the matrix varies
+    it, else ""), as its runs recorded them (results.csv's columns)."""
     known = table.dropna(subset=["workload"]).drop_duplicates("config")
-    return {str(config): (str(workload), "sample" if _missing(unit) else str(unit))
-            for config, workload, unit in known[["config", "workload", "sample_unit"]].itertuples(index=False)}
+    shapes = [(name, "{} px" if name == "image_size" else "seq_len {}") for name in ("image_size", "seq_len")
+              if name in known.columns]
+    found = {}
+    for row in known.to_dict("records"):
+        shape = next((text.format(_whole_text(row[name])) for name, text in shapes if not _missing(row[name])), "")
+        unit = row["sample_unit"]
+        found[str(row["config"])] = (str(row["workload"]), "sample" if _missing(unit) else str(unit), shape)
+    return found
 
 
-def _by_workload(lines: dict[str, Any], workload_of: dict[str, tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
-    """The figure's configurations grouped by (workload, sample unit), in the order first seen: a figure each."""
-    groups: dict[tuple[str, str], list[str]] = {}
+def _whole_text(value: Any) -> str:
+    """64.0 (a column pandas made float) as "64"."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _by_workload(lines: dict[str, Any], workload_of: dict[str, tuple[str, str, str]]
+                 ) -> dict[tuple[str, str, str], list[str]]:
+    """The figure's configurations grouped by (workload, sample unit, shape), in the order first seen: a figure
+    each (a 64 px image is not a 224 px one)."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
     for config in lines:
-        groups.setdefault(workload_of.get(config, (_UNKNOWN, "sample")), []).append(config)
+        groups.setdefault(workload_of.get(config, (_UNKNOWN, "sample", "")), []).append(config)
     return groups
 
 
@@ -409,23 +493,28 @@ def _work_rows(campaign: Campaign, configs: list[str]) -> list[dict[str, Any]]:
             for (config, batch), values in medians.to_dict("index").items()]
 
 
-def _campaign_workload_part(campaign: Campaign, workload: tuple[str, str],
+def _campaign_workload_part(campaign: Campaign, workload: tuple[str, str, str],
                             lines: dict[str, tuple[list[dict[str, Any]], str]]) -> str:
-    """One workload's figure in its own unit ("sequences/s"), and what its samples cost (tokens/s, FLOPs, MFU)."""
-    name, sample_unit = workload
+    """One workload's (and shape's) figure in its own unit ("sequences/s"), and what its samples cost (tokens/s,
+    FLOPs, MFU)."""
+    name, sample_unit, shape = workload
     title, unit = workload_title(name) if name != _UNKNOWN else "unknown workload", per_second(sample_unit)
+    title += f", {shape}" if shape else ""
     parts = [heading(f"{title}: {unit}"),
-             paragraph(f"samples are {sample_unit}s: samples_per_sec is in {unit}; tokens_per_sec: tokens/s "
-                       "(samples/s x the tokens one sample holds), for sequence workloads only; achieved_flops: "
-                       "FLOP/s (samples/s x train_flops_per_sample); mfu: achieved / the GPUs' dense peak (empty on "
-                       "the CPU or an unknown GPU).", "note")]
+             paragraph(f"samples are {sample_unit}s: samples/s is in {unit}; tokens/s: samples/s x the tokens one "
+                       "sample holds, for sequence workloads only; TFLOP/s: samples/s x the training FLOP per sample; "
+                       "MFU (%): achieved / the GPUs' dense peak x 100 (empty on the CPU or an unknown GPU).",
+                       "note")]
     work = _work_rows(campaign, list(lines))
     if any(row.get(key) is not None for row in work for key in _WORK):
         parts.append(rows_table(("config", "batch_size", *_WORK), work, ("config", "batch_size")))
+    bars = any((point.get("repetitions") or 0) >= 2 for points, _ in lines.values() for point in points)
+    statistic = f"median {unit} over repetitions" + ("; bars: slowest to fastest repetition" if bars else "")
     parts += [capped_note(len(lines), "configurations", "the table above"), figure_image(
-        partial(batch_size_figure, lines, f"campaign {campaign.path.name}: {title}, median over repetitions "
-                "(bars: min-max)", unit, spread=("samples_per_sec_min", "samples_per_sec_max"), width=FIGURE_WIDTH),
-        f"campaign {unit} against batch size")]
+        partial(batch_size_figure, lines, f"campaign {campaign.path.name}: {title}: {statistic}",
+                f"median {unit} over repetitions",
+                spread=("samples_per_sec_min", "samples_per_sec_max") if bars else None, width=FIGURE_WIDTH),
+        f"campaign {unit} against batch size{f' ({shape})' if shape else ''}")]
     return "".join(parts)
 
 
@@ -492,9 +581,9 @@ def _kernel_tables(profile: Profile, describe: Callable[[pd.DataFrame], pd.DataF
     """Each batch size's top kernels, first ``TOP_KERNELS`` of them, through ``describe`` (units) when given."""
     parts = []
     for batch, kernels in sorted(profile.top_kernels.items()):
-        shown = kernels.head(TOP_KERNELS)
-        parts.append(heading(f"batch {batch}: top {len(shown)} of {len(kernels)} kernels"))
-        parts.append(frame_table(describe(shown) if describe else shown))
+        top = kernels.head(TOP_KERNELS)
+        parts.append(heading(f"batch {batch}: top {len(top)} of {len(kernels)} kernels"))
+        parts.append(words_table(describe(top) if describe else top))
     return "".join(parts)
 
 
@@ -538,7 +627,7 @@ def _step_table(profile: Profile) -> str:
     if not rows:
         return ""
     return heading("GPU time per profiled step (ms, kernels merged across streams)") + table(
-        ["batch_size", "steps", "min_ms", "median_ms", "max_ms", "each step (ms)"], rows)
+        ["batch size", "steps", "min (ms)", "median (ms)", "max (ms)", "each step (ms)"], rows)
 
 
 def timeline_section(data: ReportData) -> Section:
@@ -582,24 +671,62 @@ def variability_section(data: ReportData) -> Section:
         parts += [heading(f"{study.path.name}: each GPU's median over its repetitions"),
                   paragraph(f"vs_median_pct: against the median GPU at that batch size; outlier: slower than it by "
                             f"more than {study.threshold * 100:g} %.", "note"),
-                  frame_table(study.gpus, list(study.gpus["outlier"].astype(bool))),
+                  words_table(study.gpus, list(study.gpus["outlier"].astype(bool))),
                   left_out_note([f"{row['run']} batch {row['batch_size']}: {row['error']}"
                                  for row in study.runs.to_dict("records") if is_invalid(row)],
                                 "invalid result{s}", "the medians, the comparison with the median GPU and the spread"),
                   heading("spread per batch size (over the GPUs' medians, and over every repetition)"),
-                  frame_table(study.across)]
+                  words_table(study.across)]
     return Section("variability", title, "".join(parts))
 
 
-_MODEL = ("label", "metric", "function", "smape", "adjusted_r2", "rss", "relative_error", "values")
+_MODEL = ("label", "metric", "function", "verdict", "smape", "adjusted_r2", "rss", "values")
+_SECONDS_METRICS = ("step_time", "gpu_time")  # the metrics model.json fits that are no result field
+
+
+def metric_unit(metric: Any) -> str:
+    """A modelled metric's unit: its field's (``results.fields``), seconds for the step and GPU times."""
+    if metric in _SECONDS_METRICS:
+        return "s"
+    found = fields.BY_NAME.get(str(metric))
+    return found.unit if found is not None and found.unit != "fraction" else ""
 
 
 def _model_predictions(model: dict[str, Any]) -> str:
-    items = [f"at {_point(p.get('at'))}: {cell_text(p.get('value'))}"
-             + (" (extrapolated)" if p.get("extrapolated") else "") for p in model.get("predictions") or []]
-    items += [f"left out {_point(c.get('at'))}: measured {cell_text(c.get('measured'))}, predicted "
-              f"{cell_text(c.get('predicted'))}" for c in model.get("checks") or []]
+    unit = metric_unit(model.get("metric"))
+    items = [f"at {_point(p.get('at'))}: {cell_text(p.get('value'))} {unit}".rstrip()
+             + (f" (extrapolated: {', '.join(map(str, p['extrapolated']))})" if p.get("extrapolated") else "")
+             for p in model.get("predictions") or []]
     return "; ".join(items)
+
+
+def _model_checks(model: dict[str, Any]) -> str:
+    """Each left-out point: measured, predicted (with the unit), the error in % and whether it was extrapolated."""
+    unit = f" {metric_unit(model.get('metric'))}".rstrip()
+    items = []
+    for check in model.get("checks") or []:
+        error = percent_error(check.get("relative_error"))
+        items.append(f"left out {_point(check.get('at'))}: measured {cell_text(check.get('measured'))}{unit}, "
+                     f"predicted {cell_text(check.get('predicted'))}{unit}" + (f", error {error}" if error else "")
+                     + (" (extrapolated)" if check.get("extrapolated") else ""))
+    return "; ".join(items)
+
+
+def _model_runs(model: dict[str, Any]) -> str:
+    """What the model was fitted on: its configuration and the settings of its runs (model.json's record)."""
+    settings = model.get("run_settings") if isinstance(model.get("run_settings"), dict) else {}
+    facts = [f"config {model['config']}" if model.get("config") else "",
+             ", ".join(f"{name}={value}" for name, value in (settings or model.get("settings") or {}).items())]
+    return "; ".join(fact for fact in facts if fact)
+
+
+def _model_row(model: dict[str, Any]) -> list[Any]:
+    values = {**model, "function": short_numbers(str(model.get("function") or "")),
+              "verdict": verdict(model.get("smape"), model.get("adjusted_r2")),
+              "metric": f"{model.get('metric')} ({unit})" if (unit := metric_unit(model.get("metric"))) else
+              model.get("metric")}
+    return [*(values.get(name) for name in _MODEL), _model_predictions(model) or None, _model_checks(model) or None,
+            _model_runs(model) or None, model.get("warnings") or None]
 
 
 def _point(at: Any) -> str:
@@ -610,10 +737,13 @@ def _point(at: Any) -> str:
 
 def _model_part(found: ModelFile) -> str:
     models = [model for index, model in enumerate(found.content.get("models") or []) if index not in found.invalid]
-    rows = [[*(model.get(name) for name in _MODEL), _model_predictions(model), model.get("warnings") or None]
-            for model in models]
-    parts = [heading(found.path.name), table([*_MODEL, "predictions and checks", "warnings"], rows),
-             left_out_note([found.invalid[index] for index in sorted(found.invalid)], "model{s}", "the table")]
+    rows = [_model_row(model) for model in models]
+    sources = found.content.get("sources")
+    parts = [heading(found.path.name)]
+    if isinstance(sources, list) and sources:
+        parts.append(paragraph(f"Fitted on the runs under: {', '.join(map(str, sources))}.", "note"))
+    parts += [table([*map(header, _MODEL), "predictions", "left-out checks", "runs", "warnings"], rows),
+              left_out_note([found.invalid[index] for index in sorted(found.invalid)], "model{s}", "the table")]
     if (found.path / MODEL_PLOT).is_file():
         parts.append(image(found.path / MODEL_PLOT))
     return "".join(parts)
@@ -623,9 +753,10 @@ def models_section(data: ReportData) -> Section:
     title = "Performance models"
     if not data.models:
         return absent("models", title, "No performance model (trainbench model's model.json) in the folders given.")
-    note = paragraph("Fitted by Extra-P: smape (symmetric mean absolute percentage error, %), adjusted_r2 and rss "
-                     "of the fit; values: the measurements it stands on; an extrapolated prediction lies outside "
-                     "the measured range.", "note")
+    note = paragraph("Fitted by Extra-P; numbers in functions to 4 significant digits. SMAPE: symmetric mean "
+                     f"absolute percentage error of the fit (%); verdict: {VERDICT_RULE}. values: the measurements it "
+                     "stands on; an extrapolated prediction or check lies outside the measured range; a left-out "
+                     "check's error is (predicted - measured) / measured.", "note")
     return Section("models", title, note + "".join(map(_model_part, data.models)))
 
 

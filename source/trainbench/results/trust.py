@@ -17,7 +17,8 @@ check. Every module that flags a result should ask here, so that the console, th
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 MIN_WINDOW_S = 5.0  # seconds per timed window
@@ -56,8 +57,23 @@ def _short_windows(values: Mapping[str, Any]) -> str | None:
             "time more steps (--steps)")
 
 
+def window_spread(rates: Sequence[float]) -> dict[str, float | None]:
+    """How much the windows' own samples/s disagree, in percent: the coefficient of variation (sample standard
+    deviation, ddof 1, over the mean) and the spread ((max - min) / median); None with fewer than 2 windows (one
+    window has no spread of its own) or a rate that is no finite number. The one computation of both."""
+    numbers = [float(rate) for rate in rates if not isinstance(rate, bool) and isinstance(rate, int | float)]
+    if len(rates) < 2 or len(numbers) != len(rates) or not all(math.isfinite(rate) for rate in numbers):
+        return {"window_cv_pct": None, "window_spread_pct": None}
+    mean, median = statistics.fmean(numbers), statistics.median(numbers)
+    return {"window_cv_pct": 100 * statistics.stdev(numbers) / mean if mean else None,
+            "window_spread_pct": 100 * (max(numbers) - min(numbers)) / median if median else None}
+
+
 def _spread(values: Mapping[str, Any]) -> str | None:
     spread = _number(values, "window_spread_pct")
+    windows = values.get("window_samples_per_sec")
+    if spread is None and isinstance(windows, list | tuple):  # a file from before the spread was recorded
+        spread = window_spread(windows)["window_spread_pct"]
     if spread is None or spread <= MAX_SPREAD_PCT:
         return None
     return (f"windows spread {_shown(spread, MAX_SPREAD_PCT)} % (over the {MAX_SPREAD_PCT:g} % limit): "

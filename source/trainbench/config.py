@@ -296,7 +296,9 @@ def step_mode_problem(model: ModelConfig, device: str) -> str | None:
 def launch_problem(model: ModelConfig, launch: LaunchConfig, profiler: str | None = None) -> str | None:
     """Why the step mode or the profiler cannot run under ``launch``'s processes, or None. Judged before anything
     starts: the engine would otherwise find out after the process group, the model and the loaders exist."""
-    under_torchrun = model.framework == "torch" and (launch.distributed or launch.torchrun)
+    framework = model.framework
+    tensorflow = framework == "tf"  # one process per node, never under torchrun
+    under_torchrun = not tensorflow and (launch.distributed or launch.torchrun)
     if model.cuda_graph and under_torchrun:
         return ("--cuda-graph captures one process's eager step (DDP's all-reduce hooks run between its kernels); "
                 "with --gpus or --torchrun use --compile reduce-overhead")

@@ -265,8 +265,10 @@ class _GraphedStep:
     As PyTorch documents whole-network capture: a few steps on a side stream first (cuDNN's choices, the
     optimizer's state), gradients set to None so backward allocates them from the graph's pool."""
 
-    def __init__(self, step: StepFn, optimizer: torch.optim.Optimizer, batch: Batch) -> None:
-        self._static: Batch = _cloned(batch)
+    def __init__(self, step: StepFn, optimizer: torch.optim.Optimizer, batch: Batch, reuse: bool = False) -> None:
+        # ``reuse``: the batch is the synthetic one, the same every step: the graph reads it where it is, so a replay
+        # copies nothing (the eager step copies nothing either). Else the pipeline's batches are copied in.
+        self._static: Batch = batch if reuse else _cloned(batch)
         self._buffers = _tensors(self._static)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -345,7 +347,8 @@ class _Runner:
         then on a recompilation (a new shape, a changed guard) is an error, not a silently slower window."""
         start = time.perf_counter()
         if model.cuda_graph:
-            self._train_step = _GraphedStep(self._parts.step, self._parts.optimizer, self._next_batch())
+            self._train_step = _GraphedStep(self._parts.step, self._parts.optimizer, self._next_batch(),
+                                            reuse=self._batches is None)
         else:
             for _ in range(PREPARE_STEPS):
                 self.step()

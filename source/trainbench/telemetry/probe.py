@@ -107,7 +107,6 @@ class GpuProbe:
             })
         return rows
 
-
     def _reasons(self, handle: Any) -> int | None:
         """The clock-event reason mask; drivers before r535 have the function under its older name only."""
         for name in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):

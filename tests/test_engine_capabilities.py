@@ -94,7 +94,8 @@ def test_markers_follow_the_api_the_engine_declares(monkeypatch: pytest.MonkeyPa
 # one function of config.py. Add nothing here that an engine's capability record could answer instead.
 SETTINGS_RULES = {
     ("config.py", "framework != 'torch'"),  # --loader gpu is torch's
-    ("config.py", "framework == 'tf'"),  # TensorFlow: one process per node, no torchrun options (twice)
+    # TensorFlow: one process per node, no torchrun options (twice), never under torchrun (launch_problem)
+    ("config.py", "framework == 'tf'"),
     ("data/model_data.py", "model.framework == 'tf'"),  # TensorFlow reads TFRecords only (with_data)
     # Not a framework at all: the tf *profiler*'s output folder, read after the run (profile/framework.py).
     ("profile/framework.py", "self.name == 'tf'"),

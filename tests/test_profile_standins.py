@@ -45,10 +45,22 @@ def standin_env(tmp_path: Path, tools: tuple[str, ...] = TOOLS, gpu: str = H100,
                             f"runpy.run_path({str(STANDINS / tool)!r}, run_name='__main__')\n")
         launcher.chmod(0o755)
     path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}" if keep_path else str(bin_dir)
+    # The stand-in pynvml without a spec (no NVML) in the processes started: the profiled GPU is nvidia-smi's
+    # stand-in's (query_gpu asks NVML first), also on a machine with a real GPU.
+    python_path = os.pathsep.join(filter(None, [str(STANDINS / "nvml"), os.environ.get("PYTHONPATH")]))
     # One OpenMP thread: the tiny model gains nothing from more, and on busy shared cores their spin-waiting made
     # each worker several times slower.
     return {"PATH": path, "STANDIN_RECORD": str(record), "STANDIN_GPU": gpu, "CUDA_VISIBLE_DEVICES": "0",
-            "OMP_NUM_THREADS": "1", **extra}
+            "OMP_NUM_THREADS": "1", "PYTHONPATH": python_path, **extra}
+
+
+@pytest.fixture(autouse=True)
+def no_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No NVML in this process either (run_main): the stand-in pynvml without a spec, STANDIN_NVML unset."""
+    from tests.standins.nvml import pynvml as standin_nvml
+
+    monkeypatch.delenv("STANDIN_NVML", raising=False)
+    monkeypatch.setitem(sys.modules, "pynvml", standin_nvml.fresh())
 
 
 def calls(tmp_path: Path, tool: str) -> list[list[str]]:
@@ -250,8 +262,11 @@ def test_counter_permission_refusal_stops_the_sweep_with_both_fixes(tmp_path: Pa
         ("ncu", TOOLS, {"STANDIN_GPU": "Tesla P100-PCIE-16GB, 6.0"}, [], ["compute capability 6.0", "nvprof"]),
         ("nvprof", TOOLS, {}, [], ["nvprof cannot profile compute capability 9.0", "nsys"]),
         ("ncu", TOOLS, {}, ["--device", "cpu"], ["drop --device cpu"]),
+        ("ncu", TOOLS, {}, ["--gpus", "2"], ["ncu cannot profile 2 processes", "NCCL kernel waits"]),
+        ("nvprof", TOOLS, {"STANDIN_GPU": "Tesla V100-SXM2-16GB, 7.0"}, ["--torchrun"], ["torchrun's agent"]),
     ],
-    ids=["no-nvidia-smi", "gpus-hidden", "nvidia-smi-no-gpu", "no-ncu", "ncu-pascal", "nvprof-hopper", "device-cpu"],
+    ids=["no-nvidia-smi", "gpus-hidden", "nvidia-smi-no-gpu", "no-ncu", "ncu-pascal", "nvprof-hopper", "device-cpu",
+         "ncu-two-processes", "nvprof-torchrun"],
 )
 def test_refusal_is_one_line_and_leaves_no_folder(tmp_path: Path, profiler: str, tools: tuple[str, ...],
                                                   env: dict[str, str], args: list[str], fragments: list[str]) -> None:

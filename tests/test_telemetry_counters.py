@@ -58,9 +58,15 @@ def test_a_counter_reset_is_refused_not_reported_as_energy() -> None:
 
 
 def test_windows_shorter_than_the_counter_period_give_no_energy() -> None:
-    measured = window_energy_j([0, 0], [10_000, 10_000], [0.5, 0.05], 700.0)
+    measured = window_energy_j([0, 0], [10_000, 10_000], [1.5, 0.05], 700.0)
     assert measured.value is None
-    assert "0.050 s is shorter than the energy counter's update period" in measured.note
+    assert "0.050 s is shorter than the energy counter's update period x 10 (about 1 s)" in measured.note
+
+
+def test_windows_under_ten_counter_periods_give_no_energy() -> None:
+    # One update period either way would be up to 20 % of a 0.5 s window; from 1 s on it is at most 10 %.
+    assert window_energy_j([0], [100_000], [0.5], 700.0).note is not None
+    assert window_energy_j([0], [200_000], [1.0], 700.0).value == pytest.approx(200.0)
 
 
 def test_a_gpu_without_an_energy_counter_gives_none_and_the_reason() -> None:

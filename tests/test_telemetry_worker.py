@@ -25,6 +25,7 @@ import pytest
 from tests.standins.engine import StandInEngine
 from trainbench.bench.worker import measure
 from trainbench.config import BenchConfig, ModelConfig
+from trainbench.telemetry import counters
 from trainbench.telemetry.nvml import gpu_report, visible_gpu_count
 from trainbench.telemetry.schema import EVENT_SAMPLE, GPU_TELEMETRY, REASON_BITS, TELEMETRY_VALUES
 
@@ -60,6 +61,9 @@ def nvml(monkeypatch: pytest.MonkeyPatch) -> Callable[..., ModuleType]:
         return standin
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    # Windows of 20 x STEP_S keep these tests fast: energy is reported from one counter period on here (the rule of
+    # ten periods is test_telemetry_counters').
+    monkeypatch.setattr(counters, "MIN_ENERGY_WINDOW_S", counters.ENERGY_UPDATE_S)
     return install
 
 

@@ -44,6 +44,11 @@ def tf_config(workers: int, task_type: str = "worker", index: int = 0, chiefs: i
 # --- fast: which strategy ---------------------------------------------------------------------------------------
 
 
+def test_tensorflow_grows_gpu_memory_on_demand_even_when_set_memory_growth_comes_too_late() -> None:
+    # Set by tf_distribute before TensorFlow sets up a GPU (this process's environment, which TF reads then).
+    assert os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+
+
 def test_alone_one_gpu_or_the_cpu_is_one_device_and_several_gpus_mirror() -> None:
     assert cluster_of({}) is None
     assert strategy_kind({}, gpus=0, device="cpu") == "one_device"

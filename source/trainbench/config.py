@@ -229,6 +229,8 @@ def problems(model: ModelConfig, *, device: str | None = None, launch: LaunchCon
         found.append(profiler_problem(profiler, model.framework, device))
     if launch is not None and (problem := launch.problem_for(model.framework)):
         found.append(f"--gpus {launch.processes_per_node}: {problem}; choose its GPUs with CUDA_VISIBLE_DEVICES")
+    if launch is not None:
+        found.append(launch_problem(model, launch, profiler))
     if loader is not None:
         found.append(loader_problem(loader, model.framework, data, device))
         if loader == "gpu" and data is not None and model.workload != "resnet50":
@@ -288,6 +290,24 @@ def step_mode_problem(model: ModelConfig, device: str) -> str | None:
     if device == "cpu" and uses_cuda_graphs(model):
         what = "--cuda-graph" if model.cuda_graph else f"--compile {model.compile_mode}"
         return f"{what} replays CUDA graphs and needs a GPU; on the CPU use --compile default or none"
+    return None
+
+
+def launch_problem(model: ModelConfig, launch: LaunchConfig, profiler: str | None = None) -> str | None:
+    """Why the step mode or the profiler cannot run under ``launch``'s processes, or None. Judged before anything
+    starts: the engine would otherwise find out after the process group, the model and the loaders exist."""
+    framework = model.framework
+    tensorflow = framework == "tf"  # one process per node, never under torchrun
+    under_torchrun = not tensorflow and (launch.distributed or launch.torchrun)
+    if model.cuda_graph and under_torchrun:
+        return ("--cuda-graph captures one process's eager step (DDP's all-reduce hooks run between its kernels); "
+                "with --gpus or --torchrun use --compile reduce-overhead")
+    if profiler == "ncu" and launch.world_size > 1:
+        return (f"ncu cannot profile {launch.world_size} processes: it replays every kernel alone, and an NCCL "
+                "kernel waits for its peers forever; profile one GPU (--gpus 1), or use nsys")
+    if profiler == "nvprof" and under_torchrun:
+        return ("nvprof would profile torchrun's agent, which runs no kernel, not its workers: profile one process "
+                "(drop --gpus and --torchrun), or use nsys")
     return None
 
 

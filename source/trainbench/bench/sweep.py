@@ -100,7 +100,9 @@ def run_worker(config: BenchConfig, run: RunStore, timeout_s: float | None = Non
     child: subprocess.Popen[bytes] | None = None
     # The worker watches this process through SWEEP_ENV and ends itself if the sweep dies, even by SIGKILL. Its own
     # session: stop_child can end the whole group (profiler, worker, helpers); Ctrl-C reaches it through stop_child.
-    env = {**os.environ, **(env or {}), SWEEP_ENV: sweep_identity()}
+    # CUDA_DEVICE_ORDER: CUDA numbers GPUs in NVML's (PCI) order, so a numeric CUDA_VISIBLE_DEVICES names the GPU
+    # the telemetry reads (CUDA's default, FASTEST_FIRST, may differ on nodes of mixed GPUs). A user's value stays.
+    env = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", **os.environ, **(env or {}), SWEEP_ENV: sweep_identity()}
     with open(log_path, "w", encoding="utf-8") as log:
         # Popen sits inside the try: a Ctrl-C that lands while the worker is being started is recorded too.
         try:

@@ -31,6 +31,7 @@ from trainbench.bench.work import peak_of, runner_values
 from trainbench.config import BenchConfig, bench_config_from_dict
 from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
+from trainbench.engines.capabilities import capabilities_of
 from trainbench.engines.launchers import process_place
 from trainbench.report.console import per_second
 from trainbench.results.failure import failure_status, one_line
@@ -108,6 +109,7 @@ def input_rate(config: BenchConfig) -> float:
     """The input pipeline alone, with the training window's step counts, before the model exists (so its workers
     have the machine to themselves and are gone before training starts): samples/s, in the workload's unit."""
     model = config.model
+    capabilities_of(model.framework).before_input(model)
     params = model.params()
     bench = InputBench(model.framework, str(config.data), config.batch_size, params.get("image_size", 224),
                        max(1, config.warmup_steps), config.steps, seed=model.seed, loader=config.loader,
@@ -164,6 +166,7 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
                    for i in range(config.windows)]
     finally:
         telemetry.close()
+        _close(runner)
     samples = runner.samples_per_step * config.steps * config.windows
     values = {**summarize_windows(runner.samples_per_step, windows), "gpus_at_window_end": gpu_state(),
               "compile_s": compile_s,
@@ -181,6 +184,14 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
         print(f"batch {config.batch_size}: trust: {trust}", flush=True)
     return Measurement(BatchResult(config.batch_size, Status.OK, None, values), list(windows[0].warmup_s),
                        [seconds for window in windows for seconds in window.step_s])
+
+
+def _close(runner: object) -> None:
+    """The runner's own input pipeline stopped now, where it has one to stop (torch's ``close``): a loader
+    thread still inside CUDA at interpreter exit can crash a process whose result is good."""
+    close = getattr(runner, "close", None)
+    if close is not None:
+        close()
 
 
 def rate_text(values: dict[str, Any], sample_unit: str) -> str:

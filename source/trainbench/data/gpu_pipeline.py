@@ -39,6 +39,9 @@ from trainbench.data.source import IMAGE_FOLDER, DataSource
 from trainbench.data.tfrecord_reader import DataError
 
 _JPEG_START = b"\xff\xd8\xff"
+# torchvision 0.29 deprecates its decoders for TorchCodec's; 0.29's are still the batched nvJPEG path. Filtered once
+# here: warnings.catch_warnings() in the input thread would swap the process's filters under the main thread.
+warnings.filterwarnings("ignore", category=DeprecationWarning, module="torchvision.io.image")
 PREFETCH_BATCHES = 2  # batches prepared ahead of the training step: one in use, one being made
 
 
@@ -158,13 +161,10 @@ def decode_batch(batch: EncodedBatch, device: str) -> list[torch.Tensor]:
 def _decode_jpegs(payloads: list[torch.Tensor], names: list[str], device: str) -> list[torch.Tensor]:
     """Batched first; when the batch fails, one by one, so the error names the image, and an image nvJPEG
     refuses (a JPEG kind it lacks) is decoded by Pillow instead."""
-    with warnings.catch_warnings():
-        # torchvision 0.29 deprecates its decoders for TorchCodec's; 0.29's are still the batched nvJPEG path.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            return list(torchvision.io.decode_jpeg(payloads, mode=torchvision.io.ImageReadMode.RGB, device=device))
-        except RuntimeError:
-            return [_decode_one(payload, name, device) for payload, name in zip(payloads, names, strict=True)]
+    try:
+        return list(torchvision.io.decode_jpeg(payloads, mode=torchvision.io.ImageReadMode.RGB, device=device))
+    except RuntimeError:
+        return [_decode_one(payload, name, device) for payload, name in zip(payloads, names, strict=True)]
 
 
 def _decode_one(payload: torch.Tensor, name: str, device: str) -> torch.Tensor:
@@ -216,6 +216,8 @@ class GpuBatches:
         self._loader, self._augment, self._device, self._endless = loader, augment, device, endless
         self._cuda = torch.device(device).type == "cuda"
         self._stream = torch.cuda.Stream(device) if self._cuda else None
+        if self._stream is not None:  # the augmentation's mean and std were made on the caller's stream
+            self._stream.wait_stream(torch.cuda.current_stream(device))
         self._ready: queue.Queue[Any] = queue.Queue(maxsize=PREFETCH_BATCHES)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._produce, name="gpu-input", daemon=True)
@@ -224,7 +226,12 @@ class GpuBatches:
     def _produce(self) -> None:
         try:
             with torch.cuda.stream(self._stream) if self._stream is not None else contextlib.nullcontext():
+                done = None
                 for batch in torch_pipeline.loader_batches(self._loader, self._endless):
+                    if done is not None:
+                        # nvJPEG writes on a stream of its own, which never waits for this one: the previous
+                        # batch's crops must be done reading its decoded images before their memory is reused.
+                        done.synchronize()
                     images, labels = self._augment(decode_batch(batch, self._device), batch.labels)
                     done = torch.cuda.Event() if self._cuda else None
                     if done is not None:

@@ -175,9 +175,25 @@ def image_folder(root: Path, transform: Transform) -> torchvision.datasets.Image
 # --- loaders and batches ----------------------------------------------------------------------------------------
 
 
+# Batches each worker prepares ahead (DataLoader's prefetch_factor, its default 2), while the workers are few; more
+# workers than this ahead in all get one each: every prefetched batch sits in shared memory and, on a GPU, is pinned.
+PREFETCH_PER_WORKER = 2
+PREFETCH_AHEAD = 16
+
+
 def default_workers() -> int:
-    """All the cores this process may use: the input pipeline competes with nothing else on a GPU machine."""
-    return len(os.sched_getaffinity(0))
+    """The cores this process may use, shared with the other processes of its launch on this node (torchrun's
+    LOCAL_WORLD_SIZE): each rank's pipeline gets its share rather than all of them, so 8 ranks do not start 8 x
+    all-cores workers. The input pipeline competes with nothing else on a GPU machine."""
+    sharing = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    return max(1, len(os.sched_getaffinity(0)) // sharing)
+
+
+def prefetch_factor(workers: int) -> int | None:
+    """DataLoader's batches ahead per worker: 2 while few workers, 1 once that would exceed PREFETCH_AHEAD."""
+    if workers == 0:
+        return None  # no workers, nothing ahead (DataLoader refuses a factor then)
+    return PREFETCH_PER_WORKER if workers * PREFETCH_PER_WORKER <= PREFETCH_AHEAD else 1
 
 
 def make_loader(source: DataSource, batch_size: int, image_size: int, *, train: bool, seed: int = 0,
@@ -203,7 +219,8 @@ def loader_over(dataset: Dataset, batch_size: int, *, train: bool, shuffle_sampl
     # ones then, as the converters' pools do. A training process never loads TensorFlow; a test process may.
     return DataLoader(
         dataset, batch_size=batch_size, shuffle=shuffle_sampler, drop_last=train, num_workers=workers,
-        pin_memory=pin_memory, persistent_workers=workers > 0, generator=torch.Generator().manual_seed(seed),
+        pin_memory=pin_memory, persistent_workers=workers > 0, prefetch_factor=prefetch_factor(workers),
+        generator=torch.Generator().manual_seed(seed),
         collate_fn=collate_fn, multiprocessing_context=parallel.context() if workers > 0 else None,
     )
 

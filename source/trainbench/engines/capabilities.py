@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trainbench.config import FRAMEWORKS, Framework, LaunchConfig, Loader, check_choice
-from trainbench.engines.input_batches import InputBatches, tf_batches, torch_batches
+from trainbench.engines.input_batches import (
+    BeforeInput,
+    InputBatches,
+    nothing_before_input,
+    tf_batches,
+    tf_before_input,
+    torch_batches,
+)
 from trainbench.engines.launchers import no_launcher, torchrun
 
 # How a process reaches cudaProfilerStart/Stop and NVTX (trainbench.profile.markers): through the framework's own
@@ -33,6 +40,7 @@ class Capabilities:
     markers: MarkersApi  # how its processes tell an external profiler where the window is
     loaders: tuple[Loader, ...]  # the --loader choices its input pipeline offers
     input_batches: InputBatches  # its training input pipeline alone, every record kind (bench.input_bench)
+    before_input: BeforeInput  # what its process sets up before that pipeline runs alone (bench.worker.input_rate)
 
 
 TENSORFLOW = Capabilities(
@@ -42,6 +50,7 @@ TENSORFLOW = Capabilities(
     markers="cuda_runtime",
     loaders=("cpu",),  # tf.data only
     input_batches=tf_batches,
+    before_input=tf_before_input,  # a worker of several makes MultiWorkerMirroredStrategy before tf.data runs
 )
 TORCH = Capabilities(
     "torch",
@@ -50,6 +59,7 @@ TORCH = Capabilities(
     markers="torch.cuda",
     loaders=("cpu", "gpu"),
     input_batches=torch_batches,
+    before_input=nothing_before_input,  # torch_batches itself picks this process's GPU
 )
 _BY_FRAMEWORK: dict[str, Capabilities] = {capabilities.framework: capabilities for capabilities in (TENSORFLOW, TORCH)}
 

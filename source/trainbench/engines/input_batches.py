@@ -7,6 +7,7 @@ process must never import torch's, nor the other way round).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -14,6 +15,7 @@ from trainbench import workloads
 from trainbench.config import ModelConfig
 from trainbench.data.record_schemas import WORKLOAD_KINDS
 from trainbench.data.source import TFRECORDS, DataSource, RecordFormat, record_format, tfrecords_only
+from trainbench.engines.launchers import process_place
 from trainbench.errors import UsageError
 
 if TYPE_CHECKING:
@@ -28,6 +30,26 @@ class InputBatches(Protocol):
         """Endless preprocessed training batches of ``source`` (any record kind, ``source.record_format``), each
         complete when handed over. ``workers``: the pipeline's parallelism (None: all cores); ``loader``: where
         images are decoded; ``seq_len``: the run's tokens per sequence (None: the records' own)."""
+
+
+class BeforeInput(Protocol):
+    def __call__(self, model: ModelConfig) -> None:
+        """Whatever this process must set up before its input pipeline runs alone (``bench.worker.input_rate``),
+        for the model that trains after it."""
+
+
+def tf_before_input(model: ModelConfig) -> None:
+    """One TensorFlow worker of several (TF_CONFIG, a Slurm step): MultiWorkerMirroredStrategy made now. It must
+    come before TensorFlow runs any operation, and tf.data runs some; the runner then finds it made (the engine
+    keeps one per process). Alone, nothing: the strategy can come later."""
+    from trainbench.engines.tf_distribute import cluster_of, make_strategy  # TensorFlow: this is a TF process
+
+    if cluster_of(os.environ) is not None:
+        make_strategy(model)
+
+
+def nothing_before_input(model: ModelConfig) -> None:
+    """For an engine whose input pipeline needs nothing set up first."""
 
 
 def tf_training_dataset(source: DataSource, model: ModelConfig, batch_size: int, threads: int | None = None) -> Any:
@@ -110,14 +132,20 @@ def torch_batches(source: DataSource, batch_size: int, image_size: int, seed: in
         return
     if not torch.cuda.is_available():
         raise UsageError("--loader gpu: PyTorch sees no GPU; use --loader cpu")
+    # This process's GPU, as training will use it: under torchrun every rank measures at once, each on its own.
+    device = f"cuda:{process_place().local_rank}"
+    torch.cuda.set_device(device)
     gpu_loader = gpu_pipeline.make_loader(source, batch_size, train=True, seed=seed, workers=workers, pin_memory=True)
-    on_gpu = gpu_pipeline.batches(gpu_loader, image_size, "cuda", train=True, endless=True)
+    on_gpu = gpu_pipeline.batches(gpu_loader, image_size, device, train=True, endless=True)
+    prepared = None
     try:
-        for batch in on_gpu:
+        for prepared in on_gpu:
             torch.cuda.current_stream().synchronize()  # a batch counts once prepared on the GPU, not once queued
-            yield batch
+            yield prepared
     finally:
         on_gpu.close()
+        prepared = None  # the last batch's tensors go before the cache is emptied
+        torch.cuda.empty_cache()  # the blocks cached for its stream, which training would never reuse
 
 
 def _longest(source: DataSource) -> int:

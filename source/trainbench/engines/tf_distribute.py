@@ -16,6 +16,11 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple
 
+# Memory on demand, as _gpus asks, even when something ran a TensorFlow operation before it could (set_memory_growth
+# then fails and TensorFlow would take nearly all of every GPU): read when TensorFlow sets up its GPUs. A user's
+# value stays.
+os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+
 import tensorflow as tf
 
 from trainbench.config import ModelConfig

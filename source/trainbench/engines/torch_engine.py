@@ -7,13 +7,15 @@ same functions below, so a benchmarked step is exactly the step that training ru
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import datetime as dt
 import itertools
 import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -90,12 +92,23 @@ def _join_world(device: str) -> tuple[str, Callable[[nn.Module], nn.Module] | No
         device = f"cuda:{place.local_rank}"
         torch.cuda.set_device(device)
     if not torch.distributed.is_initialized():
-        torch.distributed.init_process_group(backend="nccl" if cuda else "gloo", timeout=COLLECTIVE_TIMEOUT)
+        # device_id: barrier() and NCCL's communicator use this GPU, and say so, rather than guess the current one.
+        torch.distributed.init_process_group(backend="nccl" if cuda else "gloo", timeout=COLLECTIVE_TIMEOUT,
+                                             device_id=torch.device(device) if cuda else None)
+        atexit.register(_leave_world)
 
     def wrap(module: nn.Module) -> nn.Module:
         return nn.parallel.DistributedDataParallel(module, device_ids=[device] if cuda else None)
 
     return device, wrap
+
+
+def _leave_world() -> None:
+    """At the worker's exit: the process group torn down before the interpreter's (torch warns without it, and a
+    peer can wait on a communicator left alive). A group already gone, or failing to close, ends nothing."""
+    if torch.distributed.is_initialized():
+        with contextlib.suppress(Exception):
+            torch.distributed.destroy_process_group()
 
 
 def _world_record() -> dict[str, Any] | None:
@@ -252,8 +265,10 @@ class _GraphedStep:
     As PyTorch documents whole-network capture: a few steps on a side stream first (cuDNN's choices, the
     optimizer's state), gradients set to None so backward allocates them from the graph's pool."""
 
-    def __init__(self, step: StepFn, optimizer: torch.optim.Optimizer, batch: Batch) -> None:
-        self._static: Batch = _cloned(batch)
+    def __init__(self, step: StepFn, optimizer: torch.optim.Optimizer, batch: Batch, reuse: bool = False) -> None:
+        # ``reuse``: the batch is the synthetic one, the same every step: the graph reads it where it is, so a replay
+        # copies nothing (the eager step copies nothing either). Else the pipeline's batches are copied in.
+        self._static: Batch = batch if reuse else _cloned(batch)
         self._buffers = _tensors(self._static)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -263,7 +278,9 @@ class _GraphedStep:
         torch.cuda.current_stream().wait_stream(side)
         optimizer.zero_grad(set_to_none=True)
         self._graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self._graph):
+        # thread_local: the input threads (DataLoader's pin memory, --loader gpu's decoding) go on making CUDA calls
+        # during the capture; in the default "global" mode any such call invalidates it.
+        with torch.cuda.graph(self._graph, capture_error_mode="thread_local"):
             self._loss = step(self._static)
 
     def __call__(self, batch: Batch) -> torch.Tensor:
@@ -287,7 +304,12 @@ class _Runner:
         learning_rate = config.optimizer.learning_rate(config.batch_size * world)
         self._parts = _build(model, config.optimizer, learning_rate, device, wrap)
         self._cuda = torch.device(device).type == "cuda"
+        # --loader gpu prepares the next batches on a stream of its own: syncing the step's stream alone keeps that
+        # prefetch out of --sync-every-step's step times (each step waits for its own batch already).
+        self._input_stream_apart = (self._cuda and config.data is not None and config.loader == "gpu"
+                                    and not _reads_records(model))
         self._train_step = self._parts.step
+        self._batches: Iterator[Batch] | None = None  # --data: the pipeline (its workers, the GPU loader's thread)
         self._next_batch = self._input(config, device, rank, world)
         self.compile_s: float | None = None  # compiling or capturing the step, before (and apart from) any window
         tokens = model.spec.tokens_per_sample(model.params())
@@ -304,7 +326,8 @@ class _Runner:
         if config.data is not None:
             loader = _loader(open_source(config.data), config.batch_size, model, device, True, config.loader, rank,
                              world)
-            return _batches(loader, model, device, True, config.loader, endless=True).__next__
+            self._batches = _batches(loader, model, device, True, config.loader, endless=True)
+            return self._batches.__next__
         batch = self._parts.builder.synthetic_batch(model, config.batch_size, device, model.seed)
         self._synthetic = batch
         return lambda: batch
@@ -324,7 +347,8 @@ class _Runner:
         then on a recompilation (a new shape, a changed guard) is an error, not a silently slower window."""
         start = time.perf_counter()
         if model.cuda_graph:
-            self._train_step = _GraphedStep(self._parts.step, self._parts.optimizer, self._next_batch())
+            self._train_step = _GraphedStep(self._parts.step, self._parts.optimizer, self._next_batch(),
+                                            reuse=self._batches is None)
         else:
             for _ in range(PREPARE_STEPS):
                 self.step()
@@ -343,10 +367,19 @@ class _Runner:
     def sync(self) -> None:
         """This device done, then (several processes) every rank here: a window starts and ends together on all
         ranks, so the slowest rank's time is every rank's."""
-        if self._cuda:
+        if self._input_stream_apart:
+            torch.cuda.current_stream().synchronize()
+        elif self._cuda:
             torch.cuda.synchronize()
         if self._distributed:
             torch.distributed.barrier()
+
+    def close(self) -> None:
+        """Stop the data folder's pipeline now (the GPU loader's thread, the DataLoader's workers): not at
+        interpreter exit, where a thread inside nvJPEG or CUDA can crash the process after its result is good."""
+        batches, self._batches = self._batches, None
+        if isinstance(batches, (gpu_pipeline.GpuBatches, Generator)):
+            batches.close()
 
 
 # --- end-to-end training ----------------------------------------------------------------------------------------

@@ -1,7 +1,10 @@
-"""The GPU a profiler will run on: its name and compute capability, from nvidia-smi.
+"""The GPU a profiler will run on: its name and compute capability, from NVML, else from nvidia-smi.
 
-nvidia-smi rather than NVML or a framework: it answers without loading CUDA in this process, takes the same
-index or UUID that CUDA_VISIBLE_DEVICES holds, and is what every driver installation has.
+NVML or nvidia-smi rather than a framework: both answer without loading CUDA in this process and take the index
+(PCI order, as nvidia-smi's ``-i``) or UUID that CUDA_VISIBLE_DEVICES holds. NVML first: nvidia-smi's
+``compute_cap`` field is missing from R470-era drivers, the ones on the pre-Ampere hosts nvprof is for, while
+``nvmlDeviceGetCudaComputeCapability`` is older. nvidia-smi answers when NVML cannot (a UUID prefix, which CUDA
+accepts and NVML does not).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import subprocess
 from dataclasses import dataclass
 
 from trainbench.errors import UsageError
+from trainbench.telemetry.nvml import nvml_session, read
 
 
 @dataclass(frozen=True)
@@ -43,13 +47,29 @@ def first_visible_gpu() -> str:
     return first
 
 
+def nvml_gpu(gpu: str) -> GpuTarget | None:
+    """``gpu`` (an index or a whole UUID) as NVML describes it; None when NVML cannot say (no library or driver,
+    an unknown GPU, a query the driver lacks)."""
+    try:
+        with nvml_session() as nvml:
+            handle = (nvml.nvmlDeviceGetHandleByIndex(int(gpu)) if gpu.isdigit()
+                      else nvml.nvmlDeviceGetHandleByUUID(gpu))
+            name = read(nvml.nvmlDeviceGetName, handle)
+            major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+    except Exception:  # noqa: BLE001 - NVMLError_* and a missing package alike: nvidia-smi is asked instead
+        return None
+    return GpuTarget(str(name), (int(major), int(minor)))
+
+
 def query_gpu(tool: str) -> GpuTarget:
     """The first visible GPU, or a UsageError saying why ``tool`` cannot profile here."""
+    gpu = first_visible_gpu()
+    if (found := nvml_gpu(gpu)) is not None:
+        return found
     smi = shutil.which("nvidia-smi")
     if smi is None:
         raise UsageError(f"{tool} profiles NVIDIA GPUs, and there is no nvidia-smi here (no NVIDIA driver); "
                          "on the CPU use the torch or tf profiler")
-    gpu = first_visible_gpu()
     command = [smi, "--query-gpu=name,compute_cap", "--format=csv,noheader", "-i", gpu]
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
     line = result.stdout.strip().splitlines()[0] if result.stdout.strip() else ""

@@ -19,6 +19,11 @@ from trainbench.results.layout import NSYS_TIMELINE, batch_file
 from trainbench.results.records import unstamped
 
 TRACES = "cuda,nvtx,cudnn,cublas"
+# Every kernel of a CUDA graph's replay as a kernel of its own: nsys's default ("graph") records a replay as one
+# graph activity and no kernel, and analysis.timeline reads kernels only. Always, not only for --cuda-graph and
+# --compile reduce-overhead|max-autotune: XLA (TensorFlow's --xla) and libraries may replay graphs of their own,
+# and a run without graphs traces the same either way.
+CUDA_GRAPH_TRACE = "--cuda-graph-trace=node"
 EXPORT_TIMEOUT_S = 1800  # a report of a whole training run can take minutes to export
 TIMELINE_SUFFIX = NSYS_TIMELINE  # batch_<X>.timeline.json: analysis.timeline.summarize of that batch size
 
@@ -73,7 +78,7 @@ class Nsys:
 
     def command(self, run_dir: Path, batch_size: int) -> list[str]:
         return [self.binary, "profile", "--capture-range=cudaProfilerApi", "--capture-range-end=stop",
-                f"--trace={TRACES}", "--sample=none", "--cpuctxsw=none", "--force-overwrite=false",
+                f"--trace={TRACES}", CUDA_GRAPH_TRACE, "--sample=none", "--cpuctxsw=none", "--force-overwrite=false",
                 "--output", str(batch_file(run_dir, batch_size))]
 
     def export(self, report: Path) -> Path:

@@ -56,7 +56,7 @@ def check_profiler(name: str, profiler: Profiler, configs: Sequence[BenchConfig]
     """Everything that would make the whole sweep fail, checked before anything runs."""
     # Judged on 'auto': an explicit --device cpu was refused where the device was asked for (the command, the
     # campaign's filter); one resolved to the CPU is only noted, since nvidia-smi may list a GPU NVML hides.
-    refuse(problems(configs[0].model, device="auto", profiler=name))
+    refuse(problems(configs[0].model, device="auto", launch=configs[0].launch, profiler=name))
     gpu = query_gpu(name) if name in GPU_PROFILERS else None
     profiler.prepare(gpu, log_dir)
     return gpu

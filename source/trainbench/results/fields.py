@@ -120,7 +120,8 @@ FIELDS: tuple[Field, ...] = (
     Field("world_size", "", RUN, Merge.WORLD, Group.LAUNCH,
           "processes that measured together (--gpus x --nodes); None: one"),
     _seconds("compile_s", Merge.LEAD, "torch --compile / --cuda-graph: compiling or capturing the step, before and "
-             "outside every window"),
+             "outside every window; it also holds the input pipeline's start-up (--data) and the 3 steps run to "
+             "prepare (cuDNN's autotuning, the graphs' upload)"),
     # GPU telemetry (trainbench.telemetry): sums over the GPUs the worker used, over all its timed windows; None with
     # telemetry_note saying why when a value could not be measured.
     Field("energy_j", "J", FLAT, Merge.SUM, Group.ENERGY,

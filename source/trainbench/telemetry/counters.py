@@ -15,6 +15,8 @@ ENERGY_COUNTER_MODULUS = 2**64  # nvmlDeviceGetTotalEnergyConsumption: unsigned 
 # NVML refreshes the energy counter about every 100 ms (measure on each new GPU generation): a window shorter than
 # that could read the same value at both edges, or one update too many.
 ENERGY_UPDATE_S = 0.1
+# The shortest timed window whose energy is reported: one update period either way is then at most 10 % of it.
+MIN_ENERGY_WINDOW_S = 10 * ENERGY_UPDATE_S
 # A mean power above this many times the board's power limit (or the fallback below when it has none) is not a
 # measurement but a counter reset between the edges (a driver reload, a GPU reset).
 IMPLAUSIBLE_POWER_RATIO = 2.0
@@ -52,9 +54,10 @@ def window_energy_j(starts_mj: Sequence[int | None], ends_mj: Sequence[int | Non
     if any(value is None for value in (*starts_mj, *ends_mj)):
         return Measured(None, "this GPU or driver has no energy counter (Volta or newer with a recent driver)")
     short = min(windows_s)
-    if short < ENERGY_UPDATE_S:
+    if short < MIN_ENERGY_WINDOW_S:
         return Measured(None, f"a timed window of {short:.3f} s is shorter than the energy counter's update period "
-                              f"(about {ENERGY_UPDATE_S} s): time more steps")
+                              f"x 10 (about {MIN_ENERGY_WINDOW_S:g} s), which keeps its error under 10 %: time more "
+                              "steps")
     deltas_mj = [counter_delta(start, end) for start, end in zip(starts_mj, ends_mj, strict=True)
                  if start is not None and end is not None]  # all are (above); the test tells the type checker
     ceiling_w = power_limit_w * IMPLAUSIBLE_POWER_RATIO if power_limit_w else IMPLAUSIBLE_POWER_W

@@ -115,13 +115,25 @@ def visible_entries(visible: str | None, count: int) -> list[str]:
     return entries
 
 
+MIG_PREFIX = "MIG-"  # a MIG instance's UUID in CUDA_VISIBLE_DEVICES (whole GPUs' start with "GPU-")
+
+
+def visible_mig_instances(visible: str | None) -> list[str]:
+    """The MIG instances CUDA_VISIBLE_DEVICES shows a CUDA program (``MIG-<uuid>``, as MIG-aware schedulers and
+    Kubernetes set it): each is one CUDA device, a slice of a GPU that NVML lists whole."""
+    return [entry for entry in visible_entries(visible, 0) if entry.startswith(MIG_PREFIX)]
+
+
 def visible_gpu_indices(gpus: list[dict[str, Any]], visible: str | None) -> list[int]:
-    """The NVML indices of the GPUs a CUDA program sees, in CUDA's order: ``gpus`` is gpu_report's list (NVML
+    """The NVML indices of the whole GPUs a CUDA program sees, in CUDA's order: ``gpus`` is gpu_report's list (NVML
     ignores CUDA_VISIBLE_DEVICES). An entry is an index or a UUID (or a unique start of one, as CUDA allows);
-    numbers are taken in NVML's PCI order, which is CUDA's when CUDA_DEVICE_ORDER=PCI_BUS_ID and on nodes of one
-    GPU model. An unknown entry ends the list, as it ends CUDA's."""
+    numbers are taken in NVML's PCI order, which is CUDA's when CUDA_DEVICE_ORDER=PCI_BUS_ID (as the sweep sets for
+    its workers) and on nodes of one GPU model. An unknown entry ends the list, as it ends CUDA's; a MIG instance
+    is no whole GPU and is left out (``visible_mig_instances``)."""
     indices: list[int] = []
     for entry in visible_entries(visible, len(gpus)):
+        if entry.startswith(MIG_PREFIX):
+            continue
         if entry.isdigit():
             found = [int(entry)] if int(entry) < len(gpus) else []
         else:
@@ -133,5 +145,7 @@ def visible_gpu_indices(gpus: list[dict[str, Any]], visible: str | None) -> list
 
 
 def visible_gpu_count() -> int:
-    """GPUs a CUDA program here would see: NVML's count, narrowed by CUDA_VISIBLE_DEVICES when it is set."""
-    return len(visible_gpu_indices(gpu_report()["gpus"], os.environ.get("CUDA_VISIBLE_DEVICES")))
+    """GPUs a CUDA program here would see: NVML's count, narrowed by CUDA_VISIBLE_DEVICES when it is set; each MIG
+    instance it names counts as one (CUDA runs on it as on a GPU)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return len(visible_gpu_indices(gpu_report()["gpus"], visible)) + len(visible_mig_instances(visible))

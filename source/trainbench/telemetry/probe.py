@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainbench.telemetry.counters import VIOLATION_POLICIES
-from trainbench.telemetry.nvml import gpu_report, nvml_session, read, visible_gpu_indices
+from trainbench.telemetry.nvml import gpu_report, nvml_session, read, visible_gpu_indices, visible_mig_instances
 
 NO_TELEMETRY = "no GPU telemetry"
 
@@ -59,6 +59,9 @@ class GpuProbe:
         ``local_rank``, which the launcher's environment gives the caller), or why there is none."""
         if device != "cuda":
             return f"{NO_TELEMETRY}: the run is on the {device}"
+        if visible_mig_instances(os.environ.get("CUDA_VISIBLE_DEVICES")):
+            # NVML's energy, power, clocks and throttling are the whole GPU's: every instance's work, not this run's.
+            return f"{NO_TELEMETRY}: no per-GPU energy under MIG (CUDA_VISIBLE_DEVICES names MIG instances)"
         report = gpu_report()
         indices = worker_gpu_indices(device, report["gpus"], os.environ.get("CUDA_VISIBLE_DEVICES"),
                                      every_gpu=every_gpu, local_rank=local_rank)
@@ -103,7 +106,6 @@ class GpuProbe:
                 "clock_event_reasons": self._reasons(handle),
             })
         return rows
-
 
     def _reasons(self, handle: Any) -> int | None:
         """The clock-event reason mask; drivers before r535 have the function under its older name only."""

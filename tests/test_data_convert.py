@@ -131,11 +131,16 @@ def test_the_shards_are_identical_for_one_and_two_workers(tree: Path, reference:
 
 
 SLOW_CONVERT = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     import trainbench.data.convert as convert
     prepare = convert.prepare_image
+    hold = os.environ.get("SLOW_CONVERT_HOLD")  # a file: while it exists, the images after the 10th wait for it
+    done = [0]
     def slow(data):
         time.sleep(0.1)  # slow enough to be killed mid-way: ~5 images a shard
+        done[0] += 1
+        while hold and done[0] > 10 and os.path.exists(hold):
+            time.sleep(0.02)
         return prepare(data)
     convert.prepare_image = slow
     from trainbench.cli.main import main

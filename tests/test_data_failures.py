@@ -55,11 +55,13 @@ def _args(tree: Path, output: Path) -> list[str]:
     return ["data", "convert", str(tree), "--output", str(output), *SHARDS, "--workers", "2"]
 
 
-def _start_slow(tree: Path, output: Path) -> subprocess.Popen[str]:
+def _start_slow(tree: Path, output: Path, hold: Path | None = None) -> subprocess.Popen[str]:
     """A conversion slow enough (0.1 s an image) to be hit mid-way; its own process group, as from a terminal, with
     Ctrl-C's default disposition as a shell gives it (an ignored SIGINT in this process would be inherited, and
-    Python then installs no KeyboardInterrupt handler: two CI runs saw the conversion finish through its Ctrl-C)."""
-    return subprocess.Popen([sys.executable, "-c", SLOW_CONVERT, *_args(tree, output)], cwd=REPO, text=True,
+    Python then installs no KeyboardInterrupt handler: two CI runs saw the conversion finish through its Ctrl-C).
+    While the file ``hold`` exists, it stops after its 10th image (a busy machine cannot let it finish first)."""
+    env = {**os.environ, **({"SLOW_CONVERT_HOLD": str(hold)} if hold is not None else {})}
+    return subprocess.Popen([sys.executable, "-c", SLOW_CONVERT, *_args(tree, output)], cwd=REPO, text=True, env=env,
                             start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
@@ -172,10 +174,12 @@ def test_workers_die_with_a_killed_parent_and_a_rerun_is_not_refused(tree: Path,
 @pytest.mark.slow
 def test_a_second_conversion_into_the_same_folder_is_refused(tree: Path, reference: dict[str, bytes],
                                                              tmp_path: Path) -> None:
-    output = tmp_path / "out"
-    first = _start_slow(tree, output)
+    output, hold = tmp_path / "out", tmp_path / "hold"
+    hold.touch()
+    first = _start_slow(tree, output, hold)
     _wait_for_a_recorded_shard(first, output)
     second = run_cli(*_args(tree, output))
+    hold.unlink()
     assert_one_line_error(second, str(output), "another conversion", "is writing into this folder")
     result, _ = _finish(first)
     assert result.returncode == 0, result.stderr

@@ -45,12 +45,17 @@ lint: lint-shell $(STAMP)
 # `make test`: lint, then every test (what CI's .ci/run calls). `make test-fast`: lint, then all but the tests marked
 # slow (end-to-end CLI runs and workers, ResNet-50, training, the adversarial table, real images): every module's
 # cheap tests in a few minutes while editing; run `make test` before handing work over. `make test` ends with the
-# 25 slowest tests, so a CI log shows where its time goes.
+# 25 slowest tests, so a CI log shows where its time goes. Both run the tests in TEST_WORKERS processes
+# (pytest-xdist; `make test TEST_WORKERS=0` runs them in this one): each test file stays on one worker, so its module
+# fixtures are made once (tests/conftest.py groups them; the two Slurm files share a worker and their one Slurm).
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
+
 test: lint $(EXTRAP_STAMP)
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q $(XDIST) --durations=25
 
 test-fast: lint $(EXTRAP_STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q $(XDIST) -m "not slow"
 
 # Targeted mutations of the promises (tests/mutation_check.py's table), each applied to a copy of the tree: every one
 # must make its fast tests fail. A few minutes; run it after changing a module that computes or compares numbers.

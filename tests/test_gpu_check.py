@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,33 @@ def test_first_error_line_and_the_commands_a_reader_retypes() -> None:
         "PYTHONPATH=source python3 benchmarks/x.py 'a b'"
 
 
+def test_a_step_past_its_budget_is_stopped_and_a_failing_one_keeps_its_first_error_line(tmp_path: Path) -> None:
+    ctx = plan.Context("cuda", tmp_path, sys.executable)  # "cuda": the GPU budget applies (2 s)
+    sleeper = plan.Step("sleeper", 1, 2, lambda c: [[c.python, "-c", "import time; print('begun', flush=True); "
+                                                     "time.sleep(60)"]], lambda c, out: {"printed": out.strip()})
+    started = time.monotonic()
+    record = run.run_step(sleeper, ctx, set())
+    assert (record["status"], record["figures"]) == ("timed out after 2 s", {"printed": "begun"})
+    assert time.monotonic() - started < 20
+    failing = plan.Step("failing", 1, 30, lambda c: [[c.python, "-c", "import sys; print('warming up'); "
+                                                      "sys.exit('RuntimeError: CUDA error: out of memory')"]],
+                        lambda c, out: {})
+    assert run.run_step(failing, ctx, set())["status"] == "failed: RuntimeError: CUDA error: out of memory"
+
+
+def test_a_failed_batch_size_fails_the_mode_step_and_keeps_the_others(tmp_path: Path) -> None:
+    ctx = plan.Context("cuda", tmp_path, sys.executable)
+    step = next(step for step in plan.steps() if step.name == "cuda_graph")
+    run_dir = ctx.folder("cuda_graph") / "20260101-000000_torch_bf16_cuda"
+    run_dir.mkdir(parents=True)
+    (run_dir / "summary.json").write_text(json.dumps({"results": [
+        {"batch_size": 32, "status": "ok", "samples_per_sec": 2600.0, "compile_s": 4.0},
+        {"batch_size": 128, "status": "failed", "samples_per_sec": None, "error": "RuntimeError: capture failed"}]}))
+    figures = step.read(ctx, "")
+    assert figures == {"cuda_graph_b32": 2600.0, "compile_s_cuda_graph_b32": 4.0, "cuda_graph_b128": None,
+                       "failure": "failed: batch 128: RuntimeError: capture failed"}
+
+
 def test_a_part_already_in_the_folder_is_refused_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "gpu_check.json").write_text(json.dumps({"parts": {"2": {}}, "steps": {}}))
     refused = subprocess.run([*RUN, "--part", "all", "--device", "cpu", "--output", str(tmp_path)], cwd=REPO,
@@ -117,7 +145,7 @@ def test_cpu_smoke_run_of_all_parts_records_every_step(tmp_path: Path) -> None:
     for step in plan.steps():
         status = record["steps"][step.name]["status"]
         if step.name == "eager":
-            assert status == "failed: trainbench: error: unrecognized arguments: --no-such-option", status
+            assert status.startswith("failed: trainbench") and "unrecognized arguments: --no-such-option" in status
         elif step.gpu_only:
             assert status == table.NOT_RUN_NO_GPU, (step.name, status)
         else:
@@ -135,7 +163,7 @@ def test_cpu_smoke_run_of_all_parts_records_every_step(tmp_path: Path) -> None:
                 "| loader_gpu_of_synthetic | not run: no GPU |", "| torchrun_ratio_b2 |",
                 "| resnet50_samples_per_sec |"):
         assert row in readme, row
-    assert "- eager: failed: trainbench: error: unrecognized arguments" in readme
+    assert "- eager: failed: trainbench: throughput: unrecognized arguments: --no-such-option" in readme
     again = subprocess.run([*RUN, "--part", "1", "--device", "cpu", "--output", str(output)], cwd=REPO,
                            capture_output=True, text=True, timeout=60)
     assert_one_line_error(again, "part 1 is already in")

@@ -145,30 +145,42 @@ def run_step(step: plan.Step, ctx: plan.Context, broken: set[str]) -> dict[str, 
     log.parent.mkdir(parents=True, exist_ok=True)
     record["log"] = str(log.with_suffix(".err").relative_to(ctx.output))
     budget = step.budget_s if ctx.gpu else plan.CPU_BUDGET_S
-    started, stdout, status = time.monotonic(), "", "ok"
+    started, stdout, stderr, code, status = time.monotonic(), "", "", 0, "ok"
     for argv in commands:
         code, stdout, stderr = run_command(argv, budget - (time.monotonic() - started), log)
         if code is None:
             status = f"timed out after {budget} s"
             break
-        if code not in (0, 1) or (code == 1 and not stdout.strip()):  # 1: a script's goal missed, figures printed
+        if code not in step.ok_codes:
             status = f"failed: {first_error(stderr, stdout)}"
             break
     record["seconds"] = round(time.monotonic() - started, 1)
-    try:
+    try:  # partial figures too: a stopped sweep's summary.json keeps every finished batch size
         figures = step.read(ctx, stdout)
-    except plan.StepFailure as error:
-        figures, status = {}, status if status != "ok" else str(error)
-    except (OSError, KeyError, ValueError, TypeError, IndexError) as error:  # a partial or missing result file
-        figures, status = {}, status if status != "ok" else f"failed: result unreadable: {error!r}"
+    except (plan.StepFailure, OSError, KeyError, ValueError, TypeError, IndexError) as error:
+        figures = {}
+        if status == "ok":  # exit 1 without a result: the command's own error, else why the result is unreadable
+            reason = str(error) if isinstance(error, plan.StepFailure) else f"failed: result unreadable: {error!r}"
+            status = f"failed: {first_error(stderr, stdout)}" if code else reason
     record["info"] = figures.pop("info", None)
+    failure = figures.pop("failure", None)
     record["figures"] = figures
-    record["status"] = status
+    record["status"] = failure if failure and status == "ok" else status
     return record
 
 
 def read_record(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def suite_facts(output: Path) -> dict[str, Any] | None:
+    """The suite's commit and version and the framework's versions, from the newest run folder's env.json."""
+    found = sorted((output / "runs").rglob("env.json"), key=lambda path: path.stat().st_mtime)
+    if not found:
+        return None
+    env = json.loads(found[-1].read_text())
+    return {"suite_commit": env.get("suite_commit"), "trainbench_version": env.get("trainbench_version"),
+            "framework": env.get("framework"), "from": str(found[-1].relative_to(output))}
 
 
 def check_parts(output: Path, parts: list[int]) -> None:
@@ -198,6 +210,7 @@ def run_part(part: int, ctx: plan.Context, broken: set[str], command: str) -> bo
         new = {"part": facts, "steps": steps,
                "environment": (steps.get("environment") or {}).get("info")}
         merged = table.merge(earlier, part, new)
+        merged["suite"] = suite_facts(ctx.output) or merged.get("suite")
         path.write_text(json.dumps(merged, indent=1, default=str))
         (ctx.output / "README.md").write_text(table.markdown(merged))
     return all(not record["status"].startswith(("failed", "timed out")) for record in steps.values())

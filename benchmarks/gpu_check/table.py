@@ -109,6 +109,15 @@ def rows(record: dict[str, Any]) -> list[dict[str, str]]:
     return out
 
 
+def suite_line(suite: dict[str, Any] | None) -> str:
+    if not suite:
+        return "Suite: no run folder with an env.json."
+    framework = suite.get("framework") or {}
+    return (f"Suite: trainbench {suite.get('trainbench_version')}, commit {suite.get('suite_commit') or 'unknown'}; "
+            f"torch {framework.get('torch')}, torchvision {framework.get('torchvision')}, CUDA "
+            f"{framework.get('cuda')}, cuDNN {framework.get('cudnn')} (`{suite.get('from')}`).")
+
+
 def markdown(record: dict[str, Any]) -> str:
     """README.md: device, driver and versions, the table, then every failure with its first error line."""
     env = record.get("environment") or {}
@@ -119,7 +128,7 @@ def markdown(record: dict[str, Any]) -> str:
              f"Device: {', '.join(nvml.get('gpus') or []) or 'no GPU (' + str(nvml.get('error')) + ')'}; "
              f"driver {nvml.get('driver') or '-'}; CUDA {torch_facts.get('cuda') or '-'}, cuDNN "
              f"{torch_facts.get('cudnn') or '-'}; Python {env.get('python', '?')}.", "",
-             f"Versions: {versions}.", "", f"Tools: {tools or 'unknown'}.", "",
+             f"Versions: {versions}.", "", f"Tools: {tools or 'unknown'}.", "", suite_line(record.get("suite")), "",
              "Parts: " + "; ".join(f"part {part}: {facts.get('command')} ({facts.get('seconds', 0):.0f} s, "
                                    f"{facts.get('time_utc')})" for part, facts in sorted(record["parts"].items())),
              "", "| figure | value | goal | met | command |", "|---|---:|---|---|---|"]

@@ -67,6 +67,9 @@ def test_table_rows_show_not_run_failed_and_measured_figures() -> None:
     assert by_figure["energy_over_sampled_b32"]["goal"] == "within 5 % of 1"
     assert (by_figure["sampler_ratio_b2"]["value"], by_figure["sampler_ratio_b2"]["met"]) == ("0.97", "not judged: cpu")
     assert by_figure["ncu_tensor_pct_b32"]["value"] == "failed: ==ERROR== the profiler stopped"
+    assert (by_figure["sampler_ratio_b2"]["command"], by_figure["energy_over_sampled_b32"]["command"]) == \
+        ("cmd", "(as above)")
+    assert "sampler_ratio_b32" not in by_figure  # a CPU run's rows are what it measured, not the GPU's names
     text = table.markdown(record)
     assert "| figure | value | goal | met | command |" in text
     assert "- ncu: failed: ==ERROR== the profiler stopped" in text

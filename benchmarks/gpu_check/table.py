@@ -88,8 +88,10 @@ def rows(record: dict[str, Any]) -> list[dict[str, str]]:
         device, status = step.get("device", "cpu"), step["status"]
         command = "; ".join(step.get("commands", [])) or "-"
         figures, not_run = step.get("figures", {}), step.get("not_run", {})
-        names = list(dict.fromkeys([*step.get("expected", []), *figures, *not_run])) or [step["name"]]
-        for name in names:
+        # The GPU's figure names stand for a step with nothing measured; a CPU run shows what it measured.
+        expected = step.get("expected", []) if device == "cuda" or status != "ok" or not figures else []
+        names = list(dict.fromkeys([*expected, *figures, *not_run])) or [step["name"]]
+        for index, name in enumerate(names):
             goal = goal_of(name)
             value = figures.get(name)
             if name in not_run and value is None:
@@ -99,7 +101,8 @@ def rows(record: dict[str, Any]) -> list[dict[str, str]]:
             else:
                 text = status if status != "ok" else "no figure"
             out.append({"figure": name, "value": text, "goal": goal.text if goal else "",
-                        "met": verdict(name, value, device) if value is not None else "", "command": command})
+                        "met": verdict(name, value, device) if value is not None else "",
+                        "command": command if index == 0 else "(as above)"})
     devices = {step.get("device") for step in record["steps"].values()}
     for name, value in record.get("derived", {}).items():
         goal = goal_of(name)
@@ -134,7 +137,8 @@ def markdown(record: dict[str, Any]) -> str:
              "", "| figure | value | goal | met | command |", "|---|---:|---|---|---|"]
     for row in rows(record):
         command = row["command"].replace("|", "\\|")
-        lines.append(f"| {row['figure']} | {row['value']} | {row['goal']} | {row['met']} | `{command}` |")
+        command = command if command == "(as above)" else f"`{command}`"
+        lines.append(f"| {row['figure']} | {row['value']} | {row['goal']} | {row['met']} | {command} |")
     failures = [step for step in record["steps"].values() if step["status"].startswith(("failed", "timed out"))]
     lines += ["", "## Failures", ""]
     lines += [f"- {step['name']}: {step['status']} (log: `{step.get('log')}`)" for step in failures] or ["None."]

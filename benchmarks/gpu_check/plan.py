@@ -38,6 +38,11 @@ class Context:
     output: Path
     python: str
     done: dict[str, dict[str, Any]] = field(default_factory=dict)  # steps recorded so far, earlier parts too
+    scratch_dir: Path | None = None  # the generated JPEGs and TFRecords: big, never in the results folder
+
+    @property
+    def scratch(self) -> Path:
+        return self.scratch_dir or self.output / "scratch"
 
     @property
     def gpu(self) -> bool:
@@ -202,7 +207,7 @@ def mode_step(mode: str, budget_s: int, gpu_only: bool) -> Step:
 
 
 def data_commands(ctx: Context) -> list[list[str]]:
-    folder = ctx.folder("data")
+    folder = ctx.scratch / "data"
     classes, per_class, size, shards = ("100", "10", "500x375", "16") if ctx.gpu else ("2", "3", "64x48", "2")
     return [trainbench(ctx, "data", "synth", "--output", str(folder / "jpeg"), "--classes", classes,
                        "--train-per-class", per_class, "--val-per-class", "1", "--size", size),
@@ -211,7 +216,7 @@ def data_commands(ctx: Context) -> list[list[str]]:
 
 
 def read_data(ctx: Context, stdout: str) -> dict[str, Any]:
-    folder = ctx.folder("data")
+    folder = ctx.scratch / "data"
     shards = sorted((folder / "tfrecords").glob("train-*"))
     if not shards:
         raise StepFailure("failed: no train-* shard written")
@@ -234,7 +239,7 @@ def loader_commands(ctx: Context) -> list[list[str]]:
              ["--data-batch", "2", "--batch-sizes", "2", "--steps", "1", "--loaders", "cpu", "--device", "cpu",
               "--precision", "fp32", "--image-size", "32", "--warmup", "1"])
     return [script(ctx, "gpu_speed.py", "--skip-modes", "--data-mode", data_mode(ctx), "--shards",
-                   str(ctx.folder("data") / "tfrecords"), *sizes, "--output", str(ctx.folder("loaders")))]
+                   str(ctx.scratch / "data" / "tfrecords"), *sizes, "--output", str(ctx.folder("loaders")))]
 
 
 def read_loaders(ctx: Context, stdout: str) -> dict[str, Any]:

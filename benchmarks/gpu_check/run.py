@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -221,6 +222,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--part", choices=["1", "2", "3", "all"], required=True)
     parser.add_argument("--output", type=Path, help="default benchmarks/results/<gpu>_<date>/")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    parser.add_argument("--scratch", type=Path, help="where the generated JPEGs and TFRecords go (default: a new "
+                        "folder gpu_check_<output name>_* in the system's temporary folder), never the results folder")
     parser.add_argument("--break", dest="broken", action="append", default=[], metavar="STEP",
                         help=f"tests: append {BREAK_OPTION} to STEP's first command, so that it fails")
     return parser.parse_args(argv)
@@ -242,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu_check: {error}", file=sys.stderr)
         return 2
     output.mkdir(parents=True, exist_ok=True)
-    ctx = plan.Context(args.device, output, sys.executable)
+    scratch = args.scratch or Path(tempfile.mkdtemp(prefix=f"gpu_check_{output.name}_"))
+    ctx = plan.Context(args.device, output, sys.executable, scratch_dir=scratch.resolve())
     command = shown([sys.executable, "benchmarks/gpu_check/run.py", *(sys.argv[1:] if argv is None else argv)])
     ok = all([run_part(part, ctx, set(args.broken), command) for part in parts])
     record = read_record(output / "gpu_check.json") or {"steps": {}}

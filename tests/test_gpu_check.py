@@ -135,6 +135,7 @@ def test_a_part_already_in_the_folder_is_refused_in_one_line(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # every command of the three parts, tiny: about 12 minutes on a loaded 2-core machine
 def test_cpu_smoke_run_of_all_parts_records_every_step(tmp_path: Path) -> None:
     """All three parts on the CPU, with the eager step broken on purpose: it is recorded with its first error line
     and the next step still runs; GPU-only steps are "not run: no GPU"; a second run into the folder is refused."""

@@ -328,13 +328,16 @@ def workload_step(name: str, batch: int, needs: tuple[str, ...]) -> Step:
         row = results[0]
         if row["status"] != "ok":
             return {"failure": f"failed: {row.get('error')}"}
-        return {f"{name}_samples_per_sec": row["samples_per_sec"], f"{name}_tokens_per_sec": row.get("tokens_per_sec"),
-                f"{name}_joules_per_sample": row.get("joules_per_sample"), f"{name}_mfu": row.get("mfu"),
-                "info": {"unit": summary.get("sample_unit"), "batch_size": row["batch_size"]}}
+        found = {f"{name}_samples_per_sec": row["samples_per_sec"], f"{name}_tokens_per_sec": row.get("tokens_per_sec"),
+                 f"{name}_joules_per_sample": row.get("joules_per_sample"), f"{name}_mfu": row.get("mfu")}
+        # tokens/s only for sequence workloads; energy and MFU only on a GPU (the CPU's rows say so)
+        figures: dict[str, Any] = {key: value for key, value in found.items() if value is not None}
+        return {**figures, "info": {"unit": summary.get("sample_unit"), "batch_size": row["batch_size"],
+                                    "notes": [row.get("telemetry_note"), row.get("mfu_note")]}}
 
     figures = (f"{name}_samples_per_sec", f"{name}_joules_per_sample")
     return Step(key, 3, 32, commands, read, needs=tuple(f"package:{p}" for p in needs), expected=figures,
-                gpu_figures=(f"{name}_joules_per_sample",), ok_codes=(0, 1))
+                gpu_figures=(f"{name}_joules_per_sample", f"{name}_mfu"), ok_codes=(0, 1))
 
 
 def steps() -> list[Step]:

@@ -146,7 +146,8 @@ def run_step(step: plan.Step, ctx: plan.Context, broken: set[str]) -> dict[str, 
     log.parent.mkdir(parents=True, exist_ok=True)
     record["log"] = str(log.with_suffix(".err").relative_to(ctx.output))
     budget = step.budget_s if ctx.gpu else plan.CPU_BUDGET_S
-    started, stdout, stderr, code, status = time.monotonic(), "", "", 0, "ok"
+    started, stdout, stderr, status = time.monotonic(), "", "", "ok"
+    code: int | None = 0
     for argv in commands:
         code, stdout, stderr = run_command(argv, budget - (time.monotonic() - started), log)
         if code is None:

@@ -31,14 +31,16 @@ def sweep(options: list[str], output: Path) -> dict[int, dict[str, Any]]:
     return {row["batch_size"]: row for row in summary["results"] if row["status"] == "ok"}
 
 
-def interleaved(common: list[str], a: list[str], b: list[str],
-                pairs: int) -> tuple[dict[int, list[dict[str, Any]]], dict[int, list[dict[str, Any]]]]:
-    """``pairs`` runs of each variant, alternately: every run's result rows by batch size, for A and for B."""
+def interleaved(common: list[str], a: list[str], b: list[str], pairs: int,
+                keep: Path | None = None) -> tuple[dict[int, list[dict[str, Any]]], dict[int, list[dict[str, Any]]]]:
+    """``pairs`` runs of each variant, alternately: every run's result rows by batch size, for A and for B. The run
+    folders go to ``keep`` (``a_0``, ``b_0``, ...) when given, else to a temporary folder."""
     rows: tuple[dict[int, list[dict[str, Any]]], ...] = ({}, {})
     with tempfile.TemporaryDirectory() as scratch:
         for pair in range(pairs):
             for side, extra in enumerate((a, b)):
-                for batch, row in sweep([*common, *extra], Path(scratch) / f"{side}_{pair}").items():
+                output = (keep or Path(scratch)) / f"{'ab'[side]}_{pair}"
+                for batch, row in sweep([*common, *extra], output).items():
                     rows[side].setdefault(batch, []).append(row)
     return rows[0], rows[1]
 

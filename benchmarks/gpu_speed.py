@@ -13,6 +13,9 @@ On a GPU machine, from the repository root:
    data, with ``--data --loader cpu`` (Pillow + torchvision in DataLoader workers) and with ``--loader gpu``
    (nvJPEG + augmentation on the GPU), in the best step mode; and each loader alone (``trainbench input-bench``).
 
+``--skip-modes --data-mode MODE`` measures the loaders only; ``--shards DIR`` reads TFRecords made before instead of
+generating them (``benchmarks/gpu_check/run.py`` runs the parts as separate steps this way).
+
 Printed: images/s per mode and batch size with the goals of issue 17 (best >= 4,000 images/s, batch 32 >= 2,500),
 and the loaders' images/s as a fraction of synthetic (goal: GPU loader >= 90 %). Everything lands in
 ``OUTPUT/gpu_speed.json``; the run folders (with their env.json) in ``OUTPUT/runs``.
@@ -49,10 +52,11 @@ def trainbench(*args: str, log: Path) -> str:
 
 
 def common(args: argparse.Namespace) -> list[str]:
-    """What every sweep shares: PyTorch, the device, precision, layout and input size."""
+    """What every sweep shares: PyTorch, the device, precision, layout, input size and warm-up."""
     layout = ["--channels-last"] if args.precision != "fp32" else []
+    warmup = ["--warmup", str(args.warmup)] if args.warmup is not None else []
     return ["--framework", "torch", "--device", args.device, "--precision", args.precision, *layout,
-            "--image-size", str(args.image_size)]
+            "--image-size", str(args.image_size), *warmup]
 
 
 def sweep(args: argparse.Namespace, options: list[str], log: Path) -> dict[int, dict[str, Any]]:
@@ -122,8 +126,9 @@ def report(modes: dict[str, dict[int, dict[str, Any]]], data: dict[str, Any] | N
                                "best_over_eager": {m: b / eager_best for m, b in best.items()} if eager_best else {}}
     top = max(best.values(), default=0.0)
     top_32 = max((r for r in at_32.values() if r), default=0.0)
-    print(f"best {top:.0f} images/s (goal {GOAL_BEST:.0f}: {'met' if top >= GOAL_BEST else 'missed'}); "
-          f"batch 32 {top_32:.0f} (goal {GOAL_32:.0f}: {'met' if top_32 >= GOAL_32 else 'missed'})")
+    if modes:
+        print(f"best {top:.0f} images/s (goal {GOAL_BEST:.0f}: {'met' if top >= GOAL_BEST else 'missed'}); "
+              f"batch 32 {top_32:.0f} (goal {GOAL_32:.0f}: {'met' if top_32 >= GOAL_32 else 'missed'})")
     if data:
         synthetic = rate(data["synthetic"]) or 0.0
         summary["loaders"] = {}
@@ -153,6 +158,9 @@ def main() -> int:
     parser.add_argument("--data-batch", type=int, default=256, help="batch size of the loader runs (default 256)")
     parser.add_argument("--data-mode", help="step mode of the loader runs (default: the fastest measured)")
     parser.add_argument("--skip-data", action="store_true", help="the step modes only")
+    parser.add_argument("--skip-modes", action="store_true", help="the loaders only (needs --data-mode)")
+    parser.add_argument("--shards", type=Path, help="TFRecords to read (default: generated here, --images of them)")
+    parser.add_argument("--warmup", type=int, help="untimed steps per batch size (default trainbench's)")
     parser.add_argument("--output", type=Path, default=Path("gpu_speed"))
     parser.add_argument("--device", default="cuda", help="cuda (default); cpu only to try the script itself")
     parser.add_argument("--precision", default="bf16", help="bf16 (default, with channels-last) or fp32")
@@ -161,15 +169,17 @@ def main() -> int:
     parser.add_argument("--loaders", type=lambda text: text.split(","), default=["cpu", "gpu"],
                         help="the loaders measured against synthetic data (default cpu,gpu)")
     args = parser.parse_args()
+    if args.skip_modes and not args.data_mode:
+        parser.error("--skip-modes needs --data-mode")
     args.output.mkdir(parents=True, exist_ok=True)
-    modes = step_modes(args, args.output)
+    modes = {} if args.skip_modes else step_modes(args, args.output)
     data = None
     if not args.skip_data:
         started = time.perf_counter()
-        shards = make_data(args, args.output)
+        shards = args.shards or make_data(args, args.output)
         print(f"data: {time.perf_counter() - started:.0f} s", flush=True)
-        fastest = max(modes, key=lambda mode: rate(modes[mode].get(args.data_batch)) or 0.0)
-        data = loaders(args, shards, args.data_mode or fastest, args.output)
+        mode = args.data_mode or max(modes, key=lambda mode: rate(modes[mode].get(args.data_batch)) or 0.0)
+        data = loaders(args, shards, mode, args.output)
     summary = report(modes, data)
     result = {"args": {k: str(v) for k, v in vars(args).items()}, "modes": modes, "loaders": data, "summary": summary}
     (args.output / "gpu_speed.json").write_text(json.dumps(result, indent=1, default=str))

@@ -10,6 +10,11 @@ so (its ratio is then the noise floor).
     e.g. python benchmarks/telemetry_overhead.py -- --framework torch --precision bf16 --batch-sizes 64,256 \\
              --steps 200 --device cuda
 
+With ``--keep DIR`` the run folders stay in DIR (``a_<pair>``: sampler off, ``b_<pair>``: on; each with its
+``telemetry.png`` on a GPU). The JSON's ``energy`` lists, per "on" run and batch size, the energy counter's
+``energy_j`` against the sampled power x the timed time (``sampled_power_w x window_s``): two independent readings
+of the same energy (goal: within 5 %).
+
 Prints one JSON line with all figures last; exits 1 when a ratio is below --threshold (default 0.99).
 """
 
@@ -17,8 +22,22 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
+from typing import Any
 
 from ab_sweeps import interleaved, ratios
+
+
+def energy_checks(on: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per "on" run with both readings: energy_j / (sampled_power_w x window_s); none without GPU telemetry."""
+    checks = []
+    for batch, rows in sorted(on.items()):
+        for row in rows:
+            energy, power, window = row.get("energy_j"), row.get("sampled_power_w"), row.get("window_s")
+            if energy and power and window:
+                checks.append({"batch_size": batch, "energy_j": energy, "sampled_power_w": power, "window_s": window,
+                               "energy_over_sampled": energy / (power * window)})
+    return checks
 
 
 def main() -> int:
@@ -26,10 +45,11 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=3, help="off/on pairs, interleaved (default 3)")
     parser.add_argument("--interval", type=float, default=0.1, help="the sampler's period in s (default 0.1)")
     parser.add_argument("--threshold", type=float, default=0.99)
+    parser.add_argument("--keep", type=Path, help="keep the run folders in this folder (default: none kept)")
     parser.add_argument("options", nargs="*", help="trainbench throughput options (after --)")
     args = parser.parse_args()
     off, on = interleaved(args.options, ["--telemetry-interval", "0"], ["--telemetry-interval", str(args.interval)],
-                          args.pairs)
+                          args.pairs, args.keep)
     figures = ratios(off, on)
     notes = sorted({row["telemetry_note"] for rows in on.values() for row in rows if row.get("telemetry_note")})
     for figure in figures:
@@ -39,7 +59,9 @@ def main() -> int:
               f" images/s, ratio {figure['ratio_b_over_a']:.4f}, samples per run {samples}")
     for note in notes:
         print(f"note: {note}")
-    print(json.dumps({"pairs": args.pairs, "interval_s": args.interval, "figures": figures, "notes": notes}))
+    energy = energy_checks(on)
+    print(json.dumps({"pairs": args.pairs, "interval_s": args.interval, "figures": figures, "notes": notes,
+                      "energy": energy}))
     return 0 if all(f["ratio_b_over_a"] >= args.threshold for f in figures) else 1
 
 

@@ -10,6 +10,13 @@ from pathlib import Path
 
 import pytest
 
+# Under pytest-xdist (`make test`: 2 workers on CI's 2 cores) each test process and the workers it starts compute on
+# one thread: two processes of two threads each on two cores spend their time waiting for each other's threads.
+# Set before torch is imported here; the workers started by the tests inherit it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _threads in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
+        os.environ.setdefault(_threads, "1")
+
 # Tests of both frameworks share this process. Importing TensorFlow and then torch or torchvision (which loads
 # torch._dynamo and triton) segfaults (TF 2.20 with the torch 2.14.1 wheels; see NOTES.md); the other order is
 # fine: import them before any test module can import TF.

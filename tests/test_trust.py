@@ -62,3 +62,16 @@ def test_a_value_a_file_lacks_gives_no_flag_for_its_check(missing: str) -> None:
     assert len(flags) == 2
     assert trust_flags({**bad, missing: None}) == flags
     assert trust_flags({"samples_per_sec": 1.0, "error": None}) == []  # a file from before any of them
+
+
+def test_repetitions_are_flagged_once_by_their_worst_values() -> None:
+    from trainbench.results.trust import worst_of
+
+    repetitions = [SOUND | {"windows": 3, "window_s": 12.0, "window_spread_pct": 12.0},
+                   SOUND | {"windows": 3, "window_s": 13.5, "window_samples_per_sec": [90.0, 100.0, 125.0],
+                            "window_spread_pct": None, "other_cpu_cores": 0.9}]
+    flags = trust_flags(worst_of(repetitions))
+    assert len(flags) == 3  # one of each kind, from the worst repetition
+    assert flags[0].startswith("windows of 4 s,") and flags[1].startswith("windows spread 35 %")
+    assert flags[2].startswith("machine busy: processes outside this run kept 0.9 cores")
+    assert trust_flags(worst_of([SOUND, SOUND])) == []

@@ -3,6 +3,7 @@ fraction of a profile."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,7 +62,7 @@ def batch_size_figure(lines: Mapping[str, tuple[Results, str]], title: str, ylab
     axes.set_ylim(bottom=0)
     axes.set_xlabel("batch size (images per step)")
     axes.set_ylabel(ylabel)
-    axes.set_title(title)
+    axes.set_title(textwrap.fill(title, 80))  # a long title wraps instead of running off the figure's edges
     axes.grid(True, alpha=0.3)
     return figure
 

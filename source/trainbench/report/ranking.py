@@ -32,7 +32,7 @@ from trainbench.results.header import RunHeader
 from trainbench.results.records import Status
 from trainbench.results.run_settings import Pair, differing, one_setting_pairs
 from trainbench.results.significance import Verdict, compare_rates
-from trainbench.results.trust import trust_flags, window_spread
+from trainbench.results.trust import trust_flags, window_spread, worst_of
 
 # The settings a row names, in the order the page shows them; workload is the group, never a setting.
 SETTINGS = ("framework", "precision", "device", "size", "image_size", "seq_len", "data", "compile", "cuda_graph",
@@ -191,7 +191,7 @@ def _campaign_row(campaign: Campaign, config: str, batch: int, ok: list[dict[str
     if "gpus" in first and _plain(first["gpus"]) is not None:
         settings["gpus"] = _plain(first["gpus"])
     values = [_result(campaign, str(row["run_folder"]), batch) or row for row in ok]
-    flags = list(dict.fromkeys(flag for each in values for flag in trust_flags(each)))
+    flags = trust_flags(worst_of(values))
     per_window = [seconds for each in values if (seconds := _per_window(each)) is not None]
     work = {name: _median([_number(row.get(name)) for row in ok]) for name in ("tokens_per_sec", "mfu")}
     unit = _plain(first.get("sample_unit"))

@@ -97,6 +97,24 @@ def trust_flags(values: Mapping[str, Any]) -> list[str]:
     return [flag for flag in (_short_windows(values), _spread(values), _busy(values)) if flag]
 
 
+def worst_of(results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several results of one setting (a campaign's repetitions) as one for ``trust_flags``: each check on its worst
+    value, the shortest windows, the widest windows' spread, the busiest machine (one flag of each kind, not one per
+    repetition)."""
+    def highest(found: list[float | None]) -> float | None:
+        present = [value for value in found if value is not None]
+        return max(present) if present else None
+
+    per_window = [total / (_number(each, "windows") or 1.0) for each in results
+                  if (total := _number(each, "window_s")) is not None]
+    spreads = [_number(each, "window_spread_pct") if each.get("window_spread_pct") is not None else
+               window_spread(list(each.get("window_samples_per_sec") or []))["window_spread_pct"] for each in results]
+    return {"window_s": min(per_window) if per_window else None, "windows": 1,
+            "window_spread_pct": highest(spreads),
+            "other_cpu_cores": highest([_number(each, "other_cpu_cores") for each in results]),
+            "load_average": highest([_number(each, "load_average") for each in results])}
+
+
 def trust_text(values: Mapping[str, Any]) -> str:
     """The flags joined with "; " (empty when there is none)."""
     return "; ".join(trust_flags(values))

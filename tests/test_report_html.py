@@ -25,6 +25,7 @@ from tests.test_profile_standins import TINY, standin_env
 from tests.test_telemetry_plot import _timeline
 from trainbench import workloads
 from trainbench.analysis.variability import across, load_runs, per_gpu
+from trainbench.bench.compare import compare_runs
 from trainbench.bench.stats import summarize_windows
 from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.timing import Window
@@ -251,6 +252,7 @@ def test_runs_that_differ_in_framework_are_compared_with_compare_s_verdict(tmp_p
     expected = [compare_results(a, b) for a, b in zip(summary_rows(first)[:2], summary_rows(second)[:2], strict=True)]
     assert [(row["framework: A -> B"], row["where"], row["why"]) for row in shown] == \
         [("torch -> tf", f"batch {batch}", verdict.text) for batch, verdict in zip((8, 16), expected, strict=True)]
+    assert [row["why"] for row in shown] == list(compare_runs(first, second)["verdict"])  # trainbench compare's
     assert "Fewer than two" not in json.dumps(page.sections["comparisons"])
 
 

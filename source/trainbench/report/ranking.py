@@ -31,7 +31,7 @@ from trainbench.results import fields
 from trainbench.results.header import RunHeader
 from trainbench.results.records import Status
 from trainbench.results.run_settings import Pair, differing, one_setting_pairs
-from trainbench.results.significance import Verdict, compare_rates
+from trainbench.results.significance import Verdict, compare_rates, window_rates
 from trainbench.results.trust import trust_flags, window_spread, worst_of
 
 # The settings a row names, in the order the page shows them; workload is the group, never a setting.
@@ -105,14 +105,6 @@ def _per_window(values: Mapping[str, Any]) -> float | None:
     return None if total is None else total / (_number(values.get("windows")) or 1.0)
 
 
-def _windows(values: Mapping[str, Any]) -> list[float]:
-    """The windows' own samples/s; a file from before they were recorded: its overall rate as its one window."""
-    rates = values.get(fields.WINDOW_SAMPLES_PER_SEC)
-    if isinstance(rates, list) and rates and all(_number(rate) is not None for rate in rates):
-        return [float(rate) for rate in rates]
-    return [float(values[fields.SAMPLES_PER_SEC])]
-
-
 def _ok(row: Mapping[str, Any]) -> bool:
     return row.get("status") == Status.OK and _number(row.get(fields.SAMPLES_PER_SEC)) is not None
 
@@ -123,7 +115,7 @@ def run_rows(run: RunRecord, gpu: str | None = None) -> list[dict[str, Any]]:
     settings = settings_of(run.header, gpu)
     rows = []
     for values in filter(_ok, run.rows):
-        samples = _windows(values)
+        samples = window_rates(values)
         spread = window_spread(samples)  # files from before the window's spread was recorded too
         cv = _number(values.get("window_cv_pct")) if values.get("window_cv_pct") is not None else \
             spread["window_cv_pct"]

@@ -88,11 +88,15 @@ def compare_rates(a: Sequence[float], b: Sequence[float], rate_a: float, rate_b:
 def compare_results(a: Mapping[str, Any], b: Mapping[str, Any], *, alpha: float = 0.05) -> Verdict:
     """Two results of one batch size (their values, as summary.json holds them): the windows' own samples/s are
     the samples, the overall samples/s the change. What ``trainbench compare`` and the report's pairs both call."""
-    return compare_rates(_windows(a), _windows(b), float(a[SAMPLES_PER_SEC]), float(b[SAMPLES_PER_SEC]),
+    return compare_rates(window_rates(a), window_rates(b), float(a[SAMPLES_PER_SEC]), float(b[SAMPLES_PER_SEC]),
                          alpha=alpha)
 
 
-def _windows(values: Mapping[str, Any]) -> list[float]:
-    """The windows' samples/s; a file from before they were recorded has the overall rate as its one window."""
+def window_rates(values: Mapping[str, Any]) -> list[float]:
+    """A result's samples: its windows' own samples/s; a file from before they were recorded (or holding one that is
+    no number) has its overall rate as its one window."""
     windows = values.get(WINDOW_SAMPLES_PER_SEC)
-    return [float(rate) for rate in windows] if windows else [float(values[SAMPLES_PER_SEC])]
+    if isinstance(windows, list) and windows and all(
+            isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate) for rate in windows):
+        return [float(rate) for rate in windows]
+    return [float(values[SAMPLES_PER_SEC])]

@@ -45,9 +45,20 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def context() -> BaseContext:
-    forkable = "fork" in multiprocessing.get_all_start_methods() and "tensorflow" not in sys.modules
-    return multiprocessing.get_context("fork" if forkable else "spawn")
+def context(preload: tuple[str, ...] | None = None) -> BaseContext:
+    """Fork, unless this process has loaded TensorFlow: forked children of it hang (its threads' locks are copied
+    held). Then spawn; or, given the modules the children import (``preload``), a fork server: a fresh interpreter
+    that never loads TensorFlow imports them once and forks the children, where spawned ones would each import them
+    again (torch: seconds). Its children's parent is the server, so the pools here, whose workers check their parent,
+    spawn. One server per process: the first caller's ``preload`` is the one it keeps."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and "tensorflow" not in sys.modules:
+        return multiprocessing.get_context("fork")
+    if preload is None or "forkserver" not in methods:
+        return multiprocessing.get_context("spawn")
+    server = multiprocessing.get_context("forkserver")
+    server.set_forkserver_preload(["__main__", *preload])
+    return server
 
 
 def counter() -> Synchronized:

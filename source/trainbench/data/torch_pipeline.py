@@ -215,13 +215,15 @@ def loader_over(dataset: Dataset, batch_size: int, *, train: bool, shuffle_sampl
                 workers: int | None, pin_memory: bool, collate_fn: Callable[..., Any] | None = None) -> DataLoader:
     """Both loaders' DataLoader: all cores unless told, persistent workers, full batches for training."""
     workers = default_workers() if workers is None else workers
-    # Forked workers of a process that has loaded TensorFlow hang (its threads' locks are copied held): spawned
-    # ones then, as the converters' pools do. A training process never loads TensorFlow; a test process may.
+    # Forked workers of a process that has loaded TensorFlow hang (its threads' locks are copied held): a fork
+    # server's then, with torch and the dataset's module imported once for all of them (parallel.context). A
+    # training process never loads TensorFlow; a test process may.
+    imports = (__name__, type(dataset).__module__)
     return DataLoader(
         dataset, batch_size=batch_size, shuffle=shuffle_sampler, drop_last=train, num_workers=workers,
         pin_memory=pin_memory, persistent_workers=workers > 0, prefetch_factor=prefetch_factor(workers),
         generator=torch.Generator().manual_seed(seed),
-        collate_fn=collate_fn, multiprocessing_context=parallel.context() if workers > 0 else None,
+        collate_fn=collate_fn, multiprocessing_context=parallel.context(imports) if workers > 0 else None,
     )
 
 

@@ -51,8 +51,12 @@ lint: lint-shell $(STAMP)
 TEST_WORKERS ?= 2
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
 
+# The run ends with its slowest tests, pytest's wall time and the machine's CPU: a CI log says which machine class took
+# how long (README: "Tests" gives the figure measured, its date and CPU).
 test: lint $(EXTRAP_STAMP) browser
-	$(BIN)/python -m pytest -q $(XDIST) --durations=25
+	$(BIN)/python -m pytest -q $(XDIST) --durations=25; status=$$?; \
+		echo "machine: $$(nproc) cores, $$($(BIN)/python -c 'from trainbench.telemetry.env import cpu_class; print(cpu_class())')"; \
+		exit $$status
 
 # CI renders the report page in a real browser (tests/test_report_html.py fails there without one): Debian's chromium
 # is installed when missing, as CI runs as root. Elsewhere a missing browser only makes that test skip, saying why.

@@ -25,7 +25,7 @@ def digest(tensors: list[torch.Tensor]) -> str:
 
 
 def main(run_dir: str) -> None:
-    config = TrainConfig(model=ModelConfig(framework="torch", precision="fp32", image_size=64, num_classes=10,
+    config = TrainConfig(model=ModelConfig(framework="torch", precision="fp32", image_size=32, num_classes=10,
                                            device="cpu"),
                          epochs=1, batch_size=4, steps_per_epoch=3, eval_steps=1, synthetic_train_examples=16,
                          synthetic_eval_examples=4, output=run_dir)

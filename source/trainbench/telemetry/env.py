@@ -42,6 +42,27 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_class(cpuinfo: str | None = None) -> str:
+    """The CPU's model name with its family, model and widest vector extension (from /proc/cpuinfo unless given):
+    two 'AMD EPYC' machines of other generations differ in speed and in floating-point order (AVX-512 or not),
+    which a test's or a run's reader needs to tell apart."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return cpu_model()
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    flags = set(fields.get("flags", "").split())
+    vector = next((name for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX")) if flag in flags),
+                  "no AVX")
+    generation = f"family {fields['cpu family']} model {fields['model']}" if "cpu family" in fields else ""
+    name = fields.get("model name") or cpu_model()
+    return ", ".join(part for part in (name, generation, vector if flags else "") if part)
+
+
 def collect_env(argv: list[str], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Everything a reader needs to reproduce or judge a number; framework versions are added by the workers.
     ``environ``: the variables the measuring processes run with (this process's by default)."""

@@ -7,6 +7,7 @@ test_engine_contract.py; this module tests what only PyTorch does.
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -88,20 +89,22 @@ def test_versions_describe_the_installation() -> None:
 
 @pytest.mark.slow
 def test_trainer_learns_the_learnable_synthetic_set(tmp_path: Path) -> None:
-    # ResNet-50 on batches of 8 trains erratically with momentum 0.9 and its eval-mode batch-norm statistics lag;
-    # momentum 0.5 and a decay before the last epoch reached top-1 >= 0.94 on every seed tried.
+    # ResNet-50 on batches of 8 trains erratically with momentum 0.9 and its eval-mode batch-norm statistics lag
+    # (a fresh network's evaluation loss is in the thousands after one epoch); momentum 0.5 and two epochs at a
+    # tenth of the rate let the statistics settle: top-1 1.0 at seeds 0-2, one and two threads (with one such
+    # epoch, another machine ended one at evaluation loss 1.08: issue 38).
     batch = 8
     config = train_config(
         optimizer=OptimizerConfig(base_learning_rate=0.01 * 256 / batch, momentum=0.5), epochs=4, batch_size=batch,
-        decay_epochs=(3,), synthetic_train_examples=64, synthetic_eval_examples=64,
+        decay_epochs=(2,), synthetic_train_examples=64, synthetic_eval_examples=32,
     )
     trainer = ENGINE.make_trainer(config)
-    assert (trainer.steps_per_epoch, trainer.eval_steps, trainer.global_batch) == (8, 8, 8)
+    assert (trainer.steps_per_epoch, trainer.eval_steps, trainer.global_batch) == (8, 4, 8)
     rows = train(config, trainer, tmp_path, quiet)
-    assert [row["eval_examples"] for row in rows] == [64.0] * 4
+    assert [row["eval_examples"] for row in rows] == [32.0] * 4
     assert rows[0]["eval_top1"] < 0.5  # chance is 0.25: the first epoch has not learned it yet
     assert rows[-1]["eval_top1"] >= 0.75
-    assert rows[-1]["eval_loss"] < 1.0
+    assert rows[-1]["eval_loss"] < 0.5 * math.log(4)  # half of chance's loss
 
 
 @pytest.mark.slow

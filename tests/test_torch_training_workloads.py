@@ -45,17 +45,20 @@ def losses(workload: str, learning_rate: float, steps: int, optimizer: str = "sg
     return means
 
 
-# The learning rates found to learn the tiny networks within these steps (batch 16): SGD with momentum 0.9 for
-# GPT-2 (it sees the stride after two tokens) and the translator (it first learns the successor of every token);
-# BERT learns its masked tokens under AdamW only, as its reference trains (under SGD, only the token frequencies).
+# Settings that learned the tiny networks with room at seeds 0-2, one and two threads (batch 16): AdamW for the
+# translator (under SGD at 0.4 it stayed near ln 512 for 150 steps on some seeds and machines, issue 38; under AdamW
+# above 0.01 too) and for BERT, which learns its masked tokens under AdamW only, as its reference trains (under SGD,
+# only the token frequencies, a loss near ln 512 + ln 2). Both ended at 0.29-0.38 of their first mean: the bound of
+# 0.6 leaves room for another machine's order of operations. GPT-2's loss falls in test_the_command_line_trains_gpt2
+# (SGD: it sees the stride after two tokens).
 @pytest.mark.slow
 @pytest.mark.parametrize("workload, learning_rate, steps, optimizer",
-                         [("gpt2", 0.1, 60, "sgd"), ("transformer", 0.4, 150, "sgd"), ("bert", 0.004, 450, "adamw")])
+                         [("transformer", 0.006, 150, "adamw"), ("bert", 0.004, 450, "adamw")])
 def test_training_loss_falls_on_the_learnable_sequences(workload: str, learning_rate: float, steps: int,
                                                         optimizer: str) -> None:
     means = losses(workload, learning_rate, steps, optimizer)
     assert means[0] > 5.5  # about ln 512: a fresh network guesses among the 512 tokens
-    assert means[-1] < 0.7 * means[0], means
+    assert means[-1] < 0.6 * means[0], means
 
 
 @pytest.mark.parametrize("workload", SEQUENCE_WORKLOADS)
@@ -154,15 +157,18 @@ def test_the_command_line_refuses_retinanet_training_in_one_line(tmp_path: Path)
 
 @pytest.mark.slow
 def test_the_command_line_trains_gpt2(tmp_path: Path) -> None:
-    # The handoff's command line: 16 steps an epoch at learning rate 0.1 (base 1.6 per 256 at batch 16).
+    # The README's command line: 16 steps an epoch at learning rate 0.1 (base 1.6 per 256 at batch 16). The fall
+    # starts in the third epoch: the sixth epoch's mean loss was 0.28-0.29 of the first's and top-5 rose by 0.9 at
+    # seeds 0-2 (the same at two threads); after three epochs the loss was about 0.8 of the first's, too near a bound.
     result = run_cli("train", "--framework", "torch", "--workload", "gpt2", "--size", "tiny", "--device", "cpu",
-                     "--epochs", "3", "--batch-size", "16", "--base-lr", "1.6", "--warmup-epochs", "0",
+                     "--epochs", "6", "--batch-size", "16", "--base-lr", "1.6", "--warmup-epochs", "0",
                      "--label-smoothing", "0", "--synthetic-train-examples", "256", "--synthetic-eval-examples", "32",
                      "--output", str(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
     run_dir = Path(result.stdout.strip().splitlines()[-1])
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [row["epoch"] for row in rows] == [1, 2, 3]
+    assert [row["epoch"] for row in rows] == [1, 2, 3, 4, 5, 6]
     assert all(row["eval_examples"] == 32 and 0.0 <= row["eval_top1"] <= row["eval_top5"] <= 1.0 for row in rows)
-    assert rows[-1]["train_loss"] < 0.9 * rows[0]["train_loss"]
-    assert rows[-1]["eval_top5"] > rows[0]["eval_top5"] + 0.3  # the next token is among three after two tokens
+    assert rows[0]["train_loss"] > 5.5  # about ln 512: a fresh network guesses among the 512 tokens
+    assert rows[-1]["train_loss"] < 0.5 * rows[0]["train_loss"], rows
+    assert rows[-1]["eval_top5"] > rows[0]["eval_top5"] + 0.5, rows  # the next token is among three after two

@@ -14,7 +14,6 @@ from tests.conftest import REPO, assert_one_line_error, run_cli, run_main
 MAX_BATCH = "16777216"  # trainbench.config.MAX_BATCH_SIZE
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
@@ -103,9 +102,28 @@ MAX_BATCH = "16777216"  # trainbench.config.MAX_BATCH_SIZE
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], fragments: list[str]) -> None:
-    result = run_cli(*args, "--output", str(tmp_path / "out"), cwd=tmp_path)
+    result = run_main(*args, "--output", str(tmp_path / "out"), cwd=tmp_path)
     assert_one_line_error(result, *fragments)
     assert not (tmp_path / "out").exists()  # refused before any folder is made
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["throughput", "--framework", "mxnet"], ["framework", "mxnet", "tf, torch"]),
+        (["train", "--data", "/no/such/folder"], ["/no/such/folder"]),
+        (["profile", "torch", "--iterations", "0"], ["profile: argument --iterations:", "got 0"]),
+        (["nonsense"], ["invalid choice"]),
+    ],
+)
+def test_bad_input_in_a_real_process_is_one_line_and_exit_2(tmp_path: Path, args: list[str],
+                                                             fragments: list[str]) -> None:
+    """One refusal per command as a user meets it: ``python -m trainbench``'s own exit status and stderr (the
+    table above runs the same ``main`` in this process)."""
+    result = run_cli(*args, "--output", str(tmp_path / "out"), cwd=tmp_path)
+    assert_one_line_error(result, *fragments)
+    assert not (tmp_path / "out").exists()
 
 
 def test_script_rejects_a_non_numeric_stop_iteration() -> None:

@@ -102,16 +102,6 @@ def test_torch_profiler_records_exactly_the_asked_iterations(tmp_path: Path) -> 
     assert not (run_dir / "summary.png").exists()  # nothing to draw against batch size
 
 
-@pytest.mark.slow
-def test_second_run_gets_a_new_folder(tmp_path: Path) -> None:
-    args = ("profile", "torch", *TINY, "--batch-sizes", "2", "--start-iteration", "0", "--iterations", "1",
-            "--output", str(tmp_path))
-    first, second = run_cli(*args), run_cli(*args)
-    assert first.returncode == 0 and second.returncode == 0, second.stderr
-    assert Path(second.stdout.strip().splitlines()[-1]) == tmp_path / "profiled_data_torch-1"
-    assert profiler_steps(tmp_path / "profiled_data_torch" / "batch_2" / "trace.json") == [0]
-
-
 def xplane_steps(log_dir: Path) -> list[int]:
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 

@@ -9,6 +9,7 @@ import itertools
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -258,6 +259,19 @@ def test_no_hosts_and_unbindable_paths_are_refused(tmp_path: Path) -> None:
 # --- a real one-node Slurm ----------------------------------------------------------------------------------------
 
 
+def _wait_for(job: str, deadline: float) -> tuple[str, str]:
+    """The job's final JobState and ExitCode, read from scontrol every half second (``sbatch --wait`` polls at
+    growing intervals of up to 10 s, idle time on every run)."""
+    while True:
+        shown = subprocess.run(["scontrol", "-o", "show", "job", job], capture_output=True, text=True, timeout=30)
+        fields = dict(item.split("=", 1) for item in shown.stdout.split() if "=" in item)
+        state = fields.get("JobState", f"not shown ({shown.stderr.strip()})")  # asked again, to the deadline
+        ended = "JobState" in fields and state not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING")
+        if ended or time.monotonic() > deadline:
+            return state, fields.get("ExitCode", "")
+        time.sleep(0.5)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_sbatch_runs_two_cpu_processes_on_one_node(slurm: Path, tmp_path: Path) -> None:  # noqa: F811
@@ -269,14 +283,16 @@ def test_sbatch_runs_two_cpu_processes_on_one_node(slurm: Path, tmp_path: Path) 
            "GPUS_PER_NODE": "2", "BATCH_SIZES": "1", "WARMUP": "1", "STEPS": "2",
            "EXTRA_ARGS": "--device cpu --image-size 64 --num-classes 4"}
     log = tmp_path / "slurm-%j.out"
-    submitted = subprocess.run(["sbatch", "--parsable", "--wait", "--nodes=1", "--gpus-per-node=0",
+    submitted = subprocess.run(["sbatch", "--parsable", "--nodes=1", "--gpus-per-node=0",
                                 "--cpus-per-task=1", "--time=10:00", f"--output={log}", str(SBATCH)],
-                               cwd=REPO, env=env, capture_output=True, text=True, timeout=540)
+                               cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    assert submitted.returncode == 0, submitted.stderr
     job = submitted.stdout.strip().split(";")[0]
+    state, exit_code = _wait_for(job, deadline=time.monotonic() + 540)
     logs = sorted(tmp_path.glob("slurm-*.out"))
-    report = "\n".join([f"sbatch rc {submitted.returncode}: {submitted.stderr}",
+    report = "\n".join([f"job {job}: {state}, exit {exit_code}",
                         *(f"--- {path.name}\n{path.read_text()[-3000:]}" for path in logs)])
-    assert submitted.returncode == 0, report
+    assert (state, exit_code) == ("COMPLETED", "0:0"), report
     assert [path.name for path in logs] == [f"slurm-{job}.out"], report
     text = logs[0].read_text()
     assert "srun exited with status 0" in text, report

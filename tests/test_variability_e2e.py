@@ -1,9 +1,10 @@
 """``trainbench variability run`` end to end: the real command, workers and report, on the stand-in NVML module.
 
 No GPU here: the stand-in NVML (tests/standins/nvml, first on PYTHONPATH) shows two GPUs, and ``--device cpu`` runs
-each "GPU" run's ResNet-50 on the CPU. What this checks is the plumbing: one run folder per (GPU, repetition),
-each worker seeing only its GPU (CUDA_VISIBLE_DEVICES=<UUID>, recorded in env.json), the report's files. The real
-path (telemetry of real GPUs) runs on a GPU machine.
+each "GPU" run's network on the CPU: the tiny Transformer, the cheapest to start (the network is not the point).
+What this checks is the plumbing: one run folder per (GPU, repetition), each worker seeing only its GPU
+(CUDA_VISIBLE_DEVICES=<UUID>, recorded in env.json), the report's files. The real path (telemetry of real GPUs)
+runs on a GPU machine.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from tests.conftest import assert_one_line_error, run_cli
 STANDIN_NVML = Path(__file__).parent / "standins" / "nvml"
 UUIDS = ["GPU-5b1c1d7e-0f43-7c55-1a39-8d1b2f2b3e10", "GPU-5b1c1d7e-0f43-7c55-1a39-8d1b2f2b3e11"]
 pytestmark = pytest.mark.slow
+SMALL = ["--workload", "transformer", "--size", "tiny"]
 
 
 def standin_env(tmp_path: Path, visible: str = "0,1") -> dict[str, str]:
@@ -34,7 +36,7 @@ def standin_env(tmp_path: Path, visible: str = "0,1") -> dict[str, str]:
 
 def test_variability_runs_every_gpu_and_repetition_and_reports(tmp_path: Path) -> None:
     result = run_cli("variability", "run", "--device", "cpu", "--framework", "torch", "--batch-sizes", "2",
-                     "--image-size", "64", "--warmup", "1", "--steps", "2", "--repetitions", "2",
+                     *SMALL, "--warmup", "1", "--steps", "2", "--repetitions", "2",
                      "--output", str(tmp_path / "out"), env=standin_env(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     folder = Path(result.stdout.strip().splitlines()[-1])
@@ -66,7 +68,7 @@ def test_variability_without_a_visible_gpu_is_one_line(tmp_path: Path) -> None:
 
 def test_device_cpu_without_a_gpu_runs_the_plumbing_on_a_cpu_stand_in(tmp_path: Path) -> None:
     result = run_cli("variability", "run", "--device", "cpu", "--framework", "torch", "--batch-sizes", "2",
-                     "--image-size", "64", "--warmup", "1", "--steps", "2", "--repetitions", "1",
+                     *SMALL, "--warmup", "1", "--steps", "2", "--repetitions", "1",
                      "--output", str(tmp_path / "out"), env=standin_env(tmp_path, visible=""), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     folder = Path(result.stdout.strip().splitlines()[-1])

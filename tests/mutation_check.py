@@ -31,7 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 NOT_COPIED = {".git", ".venv", ".venv-extrap", ".ruff_cache", ".pytest_cache", "__pycache__", ".mypy_cache",
-              "variability_data", "throughput_data", "training_data", "profiled_data"}
+              ".hypothesis", "variability_data", "throughput_data", "training_data", "profiled_data"}
 LINKED = (".venv", ".venv-extrap")  # tests that look for them find the real ones
 TIMEOUT_S = 300
 

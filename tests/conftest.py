@@ -26,6 +26,21 @@ import torchvision  # noqa: F401
 REPO = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
 
+# --- Hypothesis: every failure replayable (issue 38). A failure prints its example in full with the
+# @reproduce_failure blob that replays it; locally, what a run finds is kept in .hypothesis/examples (git-ignored)
+# and tried first by the next run; under CI (the CI variable set) the examples are derived from each test alone,
+# the same on every run, so a CI failure reproduces exactly. The machine's speed fails no test: no deadline, no
+# too-slow health check (a test's own @settings still wins where it names the same setting).
+from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: E402
+
+settings.register_profile(
+    "trainbench", print_blob=True, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+    derandomize=bool(os.environ.get("CI")),
+    database=None if os.environ.get("CI") else DirectoryBasedExampleDatabase(REPO / ".hypothesis" / "examples"))
+settings.load_profile("trainbench")
+# --- end of the Hypothesis block
+
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
             timeout: float = 600) -> subprocess.CompletedProcess[str]:

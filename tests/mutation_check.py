@@ -31,7 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 NOT_COPIED = {".git", ".venv", ".venv-extrap", ".ruff_cache", ".pytest_cache", "__pycache__", ".mypy_cache",
-              "variability_data", "throughput_data", "training_data", "profiled_data"}
+              ".hypothesis", "variability_data", "throughput_data", "training_data", "profiled_data"}
 LINKED = (".venv", ".venv-extrap")  # tests that look for them find the real ones
 TIMEOUT_S = 300
 
@@ -150,6 +150,25 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("coreutil benchmark: a naive ratio below its goal accepted", "benchmarks/coreutil_speed.py",
              "naive_over_coreutil >= args.min_naive_ratio", "naive_over_coreutil >= args.min_naive_ratio / 2",
              ("tests/test_coreutil_benchmark.py",)),
+    # --- telemetry: the energy and throttle counters are read just outside each timed window (issue 38: the test runs
+    # on one stand-in clock, so a read one step off, or inside the window, is exact to see on any machine)
+    Mutation("the counters' start edge read inside the timed window", "source/trainbench/bench/timing.py",
+             "    if at_start is not None:\n        at_start()\n\n    start = previous = clock()\n",
+             "\n    start = previous = clock()\n    if at_start is not None:\n        at_start()\n",
+             ("tests/test_telemetry_worker.py",)),
+    Mutation("the counters' end edge read before the window's clock stops", "source/trainbench/bench/timing.py",
+             "    end = clock()\n    if at_end is not None:\n        at_end()\n",
+             "    if at_end is not None:\n        at_end()\n    end = clock()\n",
+             ("tests/test_telemetry_worker.py",)),
+    Mutation("the counters' start edge read before the warm-up", "source/trainbench/bench/timing.py",
+             "    warmup_s = []\n    previous = clock()\n",
+             "    warmup_s = []\n    if at_start is not None:\n        at_start()\n        at_start = None\n"
+             "    previous = clock()\n",
+             ("tests/test_telemetry_worker.py",)),
+    Mutation("the counters' end edge read before the last step", "source/trainbench/bench/timing.py",
+             "    one_step()\n    runner.sync()\n    end = clock()\n    if at_end is not None:\n        at_end()\n",
+             "    if at_end is not None:\n        at_end()\n    one_step()\n    runner.sync()\n    end = clock()\n",
+             ("tests/test_telemetry_worker.py",)),
 )
 
 

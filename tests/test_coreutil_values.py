@@ -619,7 +619,8 @@ launch_rows = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # as conftest's
 @given(
     launches=st.dictionaries(
         st.tuples(st.sampled_from([11, 22, 33]), st.integers(0, 40)),

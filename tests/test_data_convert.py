@@ -149,10 +149,12 @@ SLOW_CONVERT = textwrap.dedent("""
 
 
 def test_a_run_killed_mid_way_resumes_to_the_same_shards(tree: Path, reference: Path, tmp_path: Path) -> None:
-    output = tmp_path / "out"
+    output, hold = tmp_path / "out", tmp_path / "hold"
+    hold.touch()  # each worker stops after its 10th image: a busy machine cannot let the run finish before the kill
     args = ["data", "convert", str(tree), "--output", str(output), *SHARDS, "--synset-names", str(tree / SYNSET_NAMES)]
     process = subprocess.Popen([sys.executable, "-c", SLOW_CONVERT, *args, "--workers", "2"], cwd=REPO,
-                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               env={**os.environ, "SLOW_CONVERT_HOLD": str(hold)}, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     # Until the manifest records a finished shard (a shard renamed into place but not yet recorded is redone).
     while not (output / "manifest.json").is_file() or not json.loads((output / "manifest.json").read_text())["shards"]:

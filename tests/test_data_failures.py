@@ -125,8 +125,9 @@ def test_a_finished_shard_changed_afterwards_is_redone(tree: Path, reference: di
 @pytest.mark.slow
 def test_a_worker_killed_by_sigkill_ends_the_run_with_one_line(tree: Path, reference: dict[str, bytes],
                                                                tmp_path: Path) -> None:
-    output = tmp_path / "out"
-    process = _start_slow(tree, output)
+    output, hold = tmp_path / "out", tmp_path / "hold"
+    hold.touch()  # the run cannot finish before it is hit, however busy the machine
+    process = _start_slow(tree, output, hold)
     _wait_for_a_recorded_shard(process, output)
     workers = psutil.Process(process.pid).children()
     assert len(workers) == 2
@@ -145,8 +146,9 @@ def test_a_worker_killed_by_sigkill_ends_the_run_with_one_line(tree: Path, refer
 
 @pytest.mark.slow
 def test_ctrl_c_prints_the_parents_one_line_only(tree: Path, reference: dict[str, bytes], tmp_path: Path) -> None:
-    output = tmp_path / "out"
-    process = _start_slow(tree, output)
+    output, hold = tmp_path / "out", tmp_path / "hold"
+    hold.touch()  # the run cannot finish before it is hit, however busy the machine
+    process = _start_slow(tree, output, hold)
     _wait_for_a_recorded_shard(process, output)
     os.killpg(process.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole group, workers included
     result, seconds = _finish(process)
@@ -160,8 +162,9 @@ def test_ctrl_c_prints_the_parents_one_line_only(tree: Path, reference: dict[str
 @pytest.mark.slow
 def test_workers_die_with_a_killed_parent_and_a_rerun_is_not_refused(tree: Path, reference: dict[str, bytes],
                                                                       tmp_path: Path) -> None:
-    output = tmp_path / "out"
-    process = _start_slow(tree, output)
+    output, hold = tmp_path / "out", tmp_path / "hold"
+    hold.touch()  # the run cannot finish before it is hit, however busy the machine
+    process = _start_slow(tree, output, hold)
     _wait_for_a_recorded_shard(process, output)
     workers = psutil.Process(process.pid).children()
     os.kill(process.pid, signal.SIGKILL)  # the parent alone: its workers must not live on, holding the folder

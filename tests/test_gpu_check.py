@@ -97,13 +97,15 @@ def test_first_error_line_and_the_commands_a_reader_retypes() -> None:
 
 
 def test_a_step_past_its_budget_is_stopped_and_a_failing_one_keeps_its_first_error_line(tmp_path: Path) -> None:
-    ctx = plan.Context("cuda", tmp_path, sys.executable)  # "cuda": the GPU budget applies (2 s)
-    sleeper = plan.Step("sleeper", 1, 2, lambda c: [[c.python, "-c", "import time; print('begun', flush=True); "
+    ctx = plan.Context("cuda", tmp_path, sys.executable)  # "cuda": the GPU budget applies (5 s)
+    # Real time is the point here. 5 s: a Python that prints at once has begun on a loaded machine too; 40 s: stopped
+    # at its budget, not after its 60 s sleep, with room for a slow machine to end it.
+    sleeper = plan.Step("sleeper", 1, 5, lambda c: [[c.python, "-c", "import time; print('begun', flush=True); "
                                                      "time.sleep(60)"]], lambda c, out: {"printed": out.strip()})
     started = time.monotonic()
     record = run.run_step(sleeper, ctx, set())
-    assert (record["status"], record["figures"]) == ("timed out after 2 s", {"printed": "begun"})
-    assert time.monotonic() - started < 20
+    assert (record["status"], record["figures"]) == ("timed out after 5 s", {"printed": "begun"})
+    assert time.monotonic() - started < 40
     failing = plan.Step("failing", 1, 30, lambda c: [[c.python, "-c", "import sys; print('warming up'); "
                                                       "sys.exit('RuntimeError: CUDA error: out of memory')"]],
                         lambda c, out: {})

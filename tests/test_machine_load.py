@@ -123,9 +123,13 @@ def test_the_run_s_own_children_are_its_own_not_other_work() -> None:
     from trainbench.bench.machine_load import session_cpu_s
 
     before = session_cpu_s()
-    burn = "import time\nend = time.time() + 1.0\nwhile time.time() < end: pass"
-    child = subprocess.Popen([sys.executable, "-c", burn])
-    time.sleep(0.8)  # read while the child lives: its CPU is in /proc/<pid>/stat
+    # The child burns 0.5 s of CPU (not of wall time: a loaded machine gives it less CPU per second), says so, and
+    # lives on until its stdin closes: read while it lives, its CPU is in /proc/<pid>/stat.
+    burn = "import sys, time\nwhile time.process_time() < 0.5: pass\nprint('burnt', flush=True)\nsys.stdin.read()"
+    child = subprocess.Popen([sys.executable, "-c", burn], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdin is not None
+    assert child.stdout.readline() == "burnt\n"
     during = session_cpu_s()
-    child.wait()
-    assert during - before >= 0.3  # the child's busy loop, not only this process's sleep
+    child.stdin.close()
+    child.wait(timeout=60)
+    assert during - before >= 0.3  # the child's busy loop, not only this process's own CPU

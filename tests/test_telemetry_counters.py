@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -284,15 +283,18 @@ def test_a_timeline_file_is_never_overwritten(tmp_path: Path) -> None:
 
 def test_a_sampler_that_fails_ends_the_timeline_not_the_run(tmp_path: Path) -> None:
     calls = iter(range(10_000))
+    failed = threading.Event()
 
     def sample() -> list[dict[str, float]]:
         if next(calls) >= 3:
+            failed.set()
             raise RuntimeError("GPU is lost")
         return [{"gpu": 0, "power_w": 100.0}]
 
     sampler = Sampler(sample, tmp_path / "batch_1.csv", 0.01)
     sampler.start()
-    time.sleep(0.1)
+    # the thread's fourth sample fails: waited for, not slept for (0.04 s on an idle machine; 60 s: only a hang)
+    assert failed.wait(timeout=60), "the sampler's thread took no fourth sample"
     sampler.stop()  # does not raise
     assert sampler.failure == "the timeline stopped early: GPU is lost"
     rows = read_rows(tmp_path / "batch_1.csv")

@@ -55,9 +55,17 @@ class Table:
     streamed: bool = False  # gzip or UTF-16: read through open_profile, offsets are in the decoded stream
 
 
+def _line_fields(text: str) -> list[str]:
+    """One line's fields. The csv module refuses a line with a carriage return inside it (pandas, which reads the
+    table, ends a line there): a malformed table, one line of error like pandas' own, not a crash."""
+    try:
+        return next(csv.reader([text]), [])
+    except csv.Error as error:
+        raise UsageError(f"malformed CSV table: cannot split a line into fields ({_one_line(error)})") from None
+
+
 def _header_fields(line: bytes) -> tuple[str, ...]:
-    text = line.decode("utf-8", errors="replace").rstrip("\r\n")
-    return tuple(next(csv.reader([text]), []))
+    return tuple(_line_fields(line.decode("utf-8", errors="replace").rstrip("\r\n")))
 
 
 def _classify(line: bytes) -> tuple[str, tuple[str, ...]] | None:
@@ -231,7 +239,7 @@ def line_after_header(table: Table) -> list[str]:
     with _gzip_errors(), open_profile(table.path) as handle:
         handle.seek(table.offset)
         handle.readline()
-        return next(csv.reader([handle.readline().decode("utf-8", errors="replace")]), [])
+        return _line_fields(handle.readline().decode("utf-8", errors="replace"))
 
 
 def _one_line(error: BaseException) -> str:

@@ -141,10 +141,14 @@ def _both(first: EdgeHook, second: EdgeHook) -> EdgeHook:
     return edge
 
 
-def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -> Measurement:
+def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None, *,
+            window_clock: Callable[[], float] = time.perf_counter,
+            telemetry_clock: Callable[[], float] = time.monotonic) -> Measurement:
     """The timed windows of one batch size (after the input pipeline alone, with --data), with the GPUs'
     telemetry: energy and throttle counters at every window's edges, the sampled timeline into ``timeline``; and
-    the machine's load (``bench.machine_load``), read at the edges nearest the window's clock."""
+    the machine's load (``bench.machine_load``), read at the edges nearest the window's clock. ``window_clock``
+    times the windows, ``telemetry_clock`` stamps the counters and the timeline: tests pass one stand-in clock for
+    both, the one their stand-in NVML counts energy by, so the figures do not depend on the machine's speed."""
     pipeline_rate = input_rate(config) if config.data is not None else None
     runner = engine.make_runner(config)
     compile_s = runner.compile_s  # torch --compile / --cuda-graph: done before any window
@@ -155,14 +159,14 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None) -
           flush=True)
     telemetry = WindowTelemetry.open(config.model.device, timeline, config.telemetry_interval_s,
                                      every_gpu=engine.capabilities.drives_every_gpu,
-                                     local_rank=process_place().local_rank)
+                                     local_rank=process_place().local_rank, clock=telemetry_clock)
     load = MachineLoad()
     try:
         # One warm-up, then the windows back to back: each synchronised at both edges, each its own images/s sample.
         windows = [run_window(runner, config.warmup_steps if i == 0 else 0, config.steps,
                               sync_every_step=config.sync_every_step, after_step=telemetry.step_hooks,
                               at_start=_both(partial(telemetry.window_start, i), load.window_start),
-                              at_end=_both(load.window_end, partial(telemetry.window_end, i)))
+                              at_end=_both(load.window_end, partial(telemetry.window_end, i)), clock=window_clock)
                    for i in range(config.windows)]
     finally:
         telemetry.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ class GpuIdentity:
 class Edge:
     """Every used GPU's cumulative counters at one synchronised window edge."""
 
-    time_s: float  # time.monotonic()
+    time_s: float  # the probe's clock: time.monotonic() unless a test gives the stand-in NVML's
     energy_mj: tuple[int | None, ...]  # per GPU
     violation_ns: tuple[dict[int, int | None], ...]  # per GPU: throttle policy -> cumulative violation time, ns
 
@@ -49,14 +50,17 @@ def worker_gpu_indices(device: str, gpus: list[dict[str, Any]], visible: str | N
 class GpuProbe:
     """NVML opened for the worker's GPUs until ``close``; every read is one NVML query per GPU and value."""
 
-    def __init__(self, nvml: Any, session: Any, gpus: list[GpuIdentity]) -> None:
-        self._nvml, self._session, self.gpus = nvml, session, gpus
+    def __init__(self, nvml: Any, session: Any, gpus: list[GpuIdentity],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._nvml, self._session, self.gpus, self._clock = nvml, session, gpus, clock
         self._handles = [nvml.nvmlDeviceGetHandleByIndex(gpu.index) for gpu in gpus]
 
     @classmethod
-    def open(cls, device: str, every_gpu: bool = False, local_rank: int = 0) -> GpuProbe | str:
+    def open(cls, device: str, every_gpu: bool = False, local_rank: int = 0,
+             clock: Callable[[], float] = time.monotonic) -> GpuProbe | str:
         """A probe of the GPUs a worker on ``device`` uses (``every_gpu``: all it sees; else the one of its
-        ``local_rank``, which the launcher's environment gives the caller), or why there is none."""
+        ``local_rank``, which the launcher's environment gives the caller), or why there is none. ``clock`` stamps
+        each edge (the throttled share's denominator): a test passes the one its stand-in NVML counts by."""
         if device != "cuda":
             return f"{NO_TELEMETRY}: the run is on the {device}"
         if visible_mig_instances(os.environ.get("CUDA_VISIBLE_DEVICES")):
@@ -72,7 +76,7 @@ class GpuProbe:
                 for i in indices]
         session = nvml_session()
         try:
-            return cls(session.__enter__(), session, gpus)
+            return cls(session.__enter__(), session, gpus, clock)
         except Exception as error:  # noqa: BLE001 - NVML went away between the report and now
             session.__exit__(None, None, None)
             return f"{NO_TELEMETRY}: NVML: {error}"
@@ -86,7 +90,7 @@ class GpuProbe:
         energy = tuple(read(nvml.nvmlDeviceGetTotalEnergyConsumption, handle) for handle in self._handles)
         violations = tuple({policy: _violation(nvml, handle, policy) for policy in VIOLATION_POLICIES}
                            for handle in self._handles)
-        return Edge(time.monotonic(), energy, violations)
+        return Edge(self._clock(), energy, violations)
 
     def sample(self) -> list[dict[str, Any]]:
         """One row per GPU with the timeline's state fields (schema.SAMPLE_FIELDS), ``gpu`` its NVML index."""

@@ -7,7 +7,8 @@ read; after the end's clock read), so NVML's queries never count as training tim
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +31,16 @@ class WindowTelemetry:
 
     @classmethod
     def open(cls, device: str, timeline: Path | None, interval_s: float, every_gpu: bool = False,
-             local_rank: int = 0) -> WindowTelemetry:
+             local_rank: int = 0, clock: Callable[[], float] = time.monotonic) -> WindowTelemetry:
         """Telemetry of the worker's GPUs (``every_gpu``: all it sees, for one process driving them all; else its
-        ``local_rank``'s); the timeline CSV at ``timeline`` when ``interval_s`` > 0."""
-        probe = GpuProbe.open(device, every_gpu, local_rank)
+        ``local_rank``'s); the timeline CSV at ``timeline`` when ``interval_s`` > 0. ``clock`` stamps the edges and
+        the timeline (CLOCK_MONOTONIC, see ``schema``; tests give a stand-in's)."""
+        probe = GpuProbe.open(device, every_gpu, local_rank, clock)
         if isinstance(probe, str):
             return cls(None, probe, None)
         if timeline is None or interval_s <= 0:
             return cls(probe, None, None)
-        sampler = Sampler(probe.sample, timeline, interval_s)
+        sampler = Sampler(probe.sample, timeline, interval_s, clock)
         try:
             sampler.start()
         except OSError as error:  # the file cannot be made: energy and counters are still measured

@@ -15,7 +15,8 @@ How tests use it:
   each ``nvmlInit``. With ``STANDIN_RECORD`` (a folder, as for the profiler stand-ins), the process appends one JSON
   line to ``<folder>/nvml.jsonl`` at exit: its init/shutdown counts and how often each function was called.
 * In-process: ``nvml = fresh(spec)`` (an independent copy of this module: its own spec, clock and counters), then
-  ``monkeypatch.setitem(sys.modules, "pynvml", nvml)``. ``configure(spec)`` replaces a copy's spec (and restarts its
+  ``monkeypatch.setitem(sys.modules, "pynvml", nvml)``; ``fresh(spec, clock_ns=...)`` reads time from the test's
+  clock (nanoseconds, as ``time.monotonic_ns``). ``configure(spec)`` replaces a copy's spec (and restarts its
   clock); a spec given in-process wins over ``STANDIN_NVML``. Neither configured nor ``STANDIN_NVML`` set:
   ``nvmlInit`` raises ``NVMLError_LibraryNotFound``, as on a machine without the driver.
 
@@ -42,9 +43,11 @@ typo is not mistaken for an unsupported query.
 
 Time: the clock starts at the first ``nvmlInit`` after the spec was set. Power is constant, so the energy counter
 is ``energy_start_mj + power_mw * seconds`` (modulo 2**64, the real counter's width) and a violation counter is
-``rate * seconds`` ns, both computed from ``time.monotonic_ns()``: energy over any interval is exactly the reported
-power times that interval, to the millijoule. ``referenceTime`` is the same monotonic clock (ns, or µs with
-``"reference_time_unit": "us"`` — NVML's documentation says µs, so code that divides by it can be tested both ways).
+``rate * seconds`` ns, both computed from the copy's clock, ``time.monotonic_ns()`` unless ``fresh`` was given
+another: energy over any interval is exactly the reported power times that interval, to the millijoule.
+``referenceTime`` is the same clock (ns, or µs with ``"reference_time_unit": "us"`` — NVML's documentation says µs,
+so code that divides by it can be tested both ways). A test that gives the code under test the same clock, and
+moves it itself, gets figures that do not depend on how fast or loaded the machine is.
 
 Checks run in the real library's order: a missing function (FUNCTION_NOT_FOUND), NVML not initialised
 (UNINITIALIZED, also for an unmatched ``nvmlShutdown``), a bad handle or argument (INVALID_ARGUMENT), a lost GPU
@@ -67,6 +70,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -139,7 +143,8 @@ shutdown_calls = 0  # every nvmlShutdown call, failed ones included
 calls: collections.Counter[str] = collections.Counter()  # function name -> calls
 _spec: dict[str, Any] | None = None  # the spec in force
 _configured = False  # set in-process by configure(): STANDIN_NVML is then not read
-_start_ns: int | None = None  # monotonic time of the first nvmlInit under the current spec
+_now_ns: Callable[[], int] = time.monotonic_ns  # this copy's clock (fresh's clock_ns)
+_start_ns: int | None = None  # _now_ns() at the first nvmlInit under the current spec
 _lock = threading.Lock()
 _copies = itertools.count()
 
@@ -217,7 +222,7 @@ def configure(spec: dict[str, Any]) -> None:
     checked = _validated(spec)
     with _lock:
         _spec, _configured = checked, True
-        _start_ns = time.monotonic_ns() if open_count else None
+        _start_ns = _now_ns() if open_count else None
 
 
 def reset() -> None:
@@ -229,14 +234,16 @@ def reset() -> None:
         calls.clear()
 
 
-def fresh(spec: dict[str, Any] | None = None) -> ModuleType:
-    """An independent copy of this module (own spec, clock and counters), configured with ``spec`` if given: what an
-    in-process test installs as ``sys.modules["pynvml"]``."""
+def fresh(spec: dict[str, Any] | None = None, clock_ns: Callable[[], int] | None = None) -> ModuleType:
+    """An independent copy of this module (own spec, clock and counters), configured with ``spec`` if given, its
+    time read from ``clock_ns`` if given: what an in-process test installs as ``sys.modules["pynvml"]``."""
     name = f"_standin_pynvml_{os.getpid()}_{next(_copies)}"
     module_spec = importlib.util.spec_from_file_location(name, __file__)
     assert module_spec is not None and module_spec.loader is not None
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
+    if clock_ns is not None:
+        module._now_ns = clock_ns
     if spec is not None:
         module.configure(spec)
     return module
@@ -306,7 +313,7 @@ def nvmlInit() -> None:
         if _spec.get("init_error") is not None:
             raise _error(_spec["init_error"])
         if _start_ns is None:
-            _start_ns = time.monotonic_ns()
+            _start_ns = _now_ns()
         open_count += 1
 
 
@@ -423,7 +430,7 @@ def nvmlDeviceGetPowerUsage(handle: Any) -> int:
 def nvmlDeviceGetTotalEnergyConsumption(handle: Any) -> int:
     gpu = _called("nvmlDeviceGetTotalEnergyConsumption", handle)
     start_mj, power_mw = int(_value(gpu, "energy_start_mj")), _power_mw(gpu)
-    return (start_mj + power_mw * _elapsed_ns(time.monotonic_ns()) // 10**9) % COUNTER_MODULUS
+    return (start_mj + power_mw * _elapsed_ns(_now_ns()) // 10**9) % COUNTER_MODULUS
 
 
 def nvmlDeviceGetTemperature(handle: Any, sensor: int) -> int:
@@ -459,7 +466,7 @@ def nvmlDeviceGetViolationStatus(device: Any, perfPolicyType: int) -> Any:
     if perfPolicyType not in _VALID_POLICIES:
         raise _error(real.NVML_ERROR_INVALID_ARGUMENT)
     rate = _value(_value(gpu, "violation_ns_per_s"), perfPolicyType)
-    now_ns = time.monotonic_ns()
+    now_ns = _now_ns()
     violation_ns = int(rate * _elapsed_ns(now_ns)) // 10**9 % COUNTER_MODULUS
     reference = now_ns if (_spec or {}).get("reference_time_unit", "ns") == "ns" else now_ns // 1000
     return real.c_nvmlViolationTime_t(referenceTime=reference, violationTime=violation_ns)

@@ -9,12 +9,7 @@ TensorFlow and PyTorch must not be imported into one process in that order (it c
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,8 +24,6 @@ import tf_keras
 from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
 from trainbench.engines.tf_engine import ENGINE
 from trainbench.training.loop import METRICS_FILE, train
-
-SOURCE = Path(__file__).resolve().parents[1] / "source"
 
 
 def model_config(**overrides: object) -> ModelConfig:
@@ -185,11 +178,17 @@ def test_trainer_learns_the_synthetic_set(trained):
 
 
 @pytest.mark.slow
-def test_save_and_restore_round_trip(trained):
+def test_save_restore_and_resume_continue_after_the_newest_checkpoint(trained, tmp_path):
+    """A fresh trainer restores the trained network and optimizer exactly; put back to its new state, train(resume=True)
+    goes on from the checkpoint after the last epoch (one trainer built for both)."""
     trainer, _, run_dir = trained
-    fresh = ENGINE.make_trainer(train_config())
+    resumed_dir = tmp_path / "run"
+    shutil.copytree(run_dir, resumed_dir)
+    config = train_config(epochs=EPOCHS + 1, resume=True)
+    fresh = ENGINE.make_trainer(config)
+    initial = fresh.network.get_weights()
     trained_weights = trainer.network.get_weights()
-    assert not all(np.array_equal(a, b) for a, b in zip(fresh.network.get_weights(), trained_weights, strict=True))
+    assert not all(np.array_equal(a, b) for a, b in zip(initial, trained_weights, strict=True))
     assert fresh.restore(run_dir / "checkpoints") == EPOCHS
     for restored, original in zip(fresh.network.get_weights(), trained_weights, strict=True):
         np.testing.assert_array_equal(restored, original)
@@ -199,72 +198,20 @@ def test_save_and_restore_round_trip(trained):
         np.testing.assert_array_equal(restored.numpy(), original.numpy())  # momentum too
     assert fresh.evaluate()["top1"] == pytest.approx(trainer.evaluate()["top1"])
 
-
-@pytest.mark.slow
-def test_resume_continues_after_the_newest_checkpoint(trained, tmp_path):
-    _, _, run_dir = trained
-    resumed_dir = tmp_path / "run"
-    shutil.copytree(run_dir, resumed_dir)
-    config = train_config(epochs=EPOCHS + 1, resume=True)
-    trainer = ENGINE.make_trainer(config)
+    # Back to the state of a new trainer (initial weights, zero momentum and step count): train must restore.
+    fresh.network.set_weights(initial)
+    for variable in optimizer.variables:
+        variable.assign(tf.zeros_like(variable))
     lines: list[str] = []
-    new_rows = train(config, trainer, resumed_dir, lines.append)
+    new_rows = train(config, fresh, resumed_dir, lines.append)
     assert lines[0] == f"resumed from the checkpoint after epoch {EPOCHS}"
     assert [row["epoch"] for row in new_rows] == [EPOCHS + 1]
-    assert int(trainer._parts.optimizer.iterations.numpy()) == (EPOCHS + 1) * STEPS_PER_EPOCH
+    assert int(optimizer.iterations.numpy()) == (EPOCHS + 1) * STEPS_PER_EPOCH
     assert new_rows[0]["eval_top1"] >= 0.5  # carries on from the trained weights, not from scratch
     assert len((resumed_dir / METRICS_FILE).read_text().splitlines()) == EPOCHS + 1
-    assert trainer.restore(resumed_dir / "checkpoints") == EPOCHS + 1
+    assert fresh.restore(resumed_dir / "checkpoints") == EPOCHS + 1
 
 
-# --- several replicas --------------------------------------------------------------------------------------
-
-MIRRORED = textwrap.dedent(
-    """
-    import numpy as np
-    import tensorflow as tf
-
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-
-    from trainbench.config import BenchConfig, ModelConfig, TrainConfig
-    from trainbench.engines import tf_engine
-
-    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    tf_engine.make_strategy = lambda model: mirrored  # what two GPUs would get
-    model = ModelConfig(framework="tf", image_size=32, num_classes=4, device="cpu")
-
-    runner = tf_engine.ENGINE.make_runner(BenchConfig(model=model, batch_size=2))
-    assert runner.samples_per_step == 4, runner.samples_per_step
-    kernel = runner.network.get_layer("conv1").kernel
-    before = kernel.values[0].numpy().copy()
-    runner.step()
-    runner.sync()
-    copies = [value.numpy() for value in kernel.values]
-    assert not np.allclose(before, copies[0])
-    np.testing.assert_array_equal(copies[0], copies[1])  # the replicas applied the same all-reduced update
-
-    trainer = tf_engine.ENGINE.make_trainer(
-        TrainConfig(model=model, batch_size=4, synthetic_train_examples=8, synthetic_eval_examples=5)
-    )
-    assert (trainer.global_batch, trainer.steps_per_epoch, trainer.eval_steps) == (4, 2, 2)
-    trainer.train_step(0.001)
-    assert np.isfinite(trainer.mean_loss())
-    result = trainer.evaluate()
-    assert result["examples"] == 5, result  # the padding of the last batch is not counted
-    print("ok")
-    """
-)
-
-
-@pytest.mark.slow
-def test_mirrored_strategy_over_two_cpu_replicas():
-    # Logical devices must be set before TensorFlow starts, so this runs in a fresh process.
-    environment = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(SOURCE), os.environ.get("PYTHONPATH")])),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", MIRRORED], env=environment, capture_output=True, text=True, timeout=300, check=False
-    )
-    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+# MirroredStrategy over two CPU replicas (the runner's samples per step, the replicas' identical update, the
+# trainer's global batch and unpadded evaluation count) runs in test_tf_multiworker.py's reference process, which
+# MultiWorkerMirroredStrategy's parameters are compared with: one fresh process for both.

@@ -2,8 +2,8 @@
 
 Fast: which strategy an environment asks for (``strategy_kind``, ``cluster_of``), TF_CONFIG refusals, the Slurm
 resolver's cluster. Slow: two local CPU workers (TF_CONFIG, gRPC on localhost) train the engine's trainer and end with
-bit-identical parameters, the ones MirroredStrategy over two replicas in one process reaches; two more, told by
-srun's variables instead, step its benchmark runner.
+bit-identical parameters, the ones MirroredStrategy over two replicas in one process reaches (that process also
+holds the engine's MirroredStrategy checks); two more, told by srun's variables instead, step its benchmark runner.
 
 TensorFlow and PyTorch must not be imported into one process in that order (it crashes): nothing here imports torch.
 """
@@ -201,14 +201,33 @@ WORKER = textwrap.dedent(
         }
 
     model = ModelConfig(framework="tf", precision="fp32", image_size=32, num_classes=4, device="cpu")
-    if how == "runner":  # the benchmark's runner: 2 images per replica, one step, this worker's devices synced
-        runner = tf_engine.ENGINE.make_runner(BenchConfig(model=model, batch_size=2))
+    if how == "runner":  # the benchmark's runner: 2 sequences per replica, one step, this worker's devices synced
+        # (tiny BERT: the runner's work across workers, at a fraction of ResNet-50's build and trace)
+        bert = ModelConfig(framework="tf", workload="bert", size="tiny", device="cpu")
+        runner = tf_engine.ENGINE.make_runner(BenchConfig(model=bert, batch_size=2))
         before = digest(runner.network.trainable_variables)
         runner.step()
         runner.sync()
         print(json.dumps({**common(runner._strategy), "samples_per_step": runner.samples_per_step, "before": before,
                           "after": digest(runner.network.trainable_variables)}), flush=True)
         sys.exit()
+
+    mirrored_runner = {}
+    if how == "mirrored":  # the engine's runner over the two replicas first: 2 images per replica, one step
+        runner = tf_engine.ENGINE.make_runner(BenchConfig(model=model, batch_size=2))
+        variables = runner.network.trainable_variables
+        before = [variable.values[0].numpy().copy() for variable in variables]
+        runner.step()
+        runner.sync()
+        copies = [[value.numpy() for value in variable.values] for variable in variables]
+        mirrored_runner = {
+            "runner_samples_per_step": runner.samples_per_step,
+            "runner_copies": [len(values) for values in copies],
+            "runner_moved": sum(not np.array_equal(old, values[0]) for old, values in zip(before, copies)),
+            "runner_variables": len(variables),
+            # the replicas applied the same all-reduced update
+            "runner_copies_equal": all(np.array_equal(values[0], values[1]) for values in copies),
+        }
 
     config = TrainConfig(model=model, epochs=1, batch_size=4, steps_per_epoch=2, warmup_epochs=0.0,
                          synthetic_train_examples=16, synthetic_eval_examples=5, log_every=1)
@@ -220,8 +239,10 @@ WORKER = textwrap.dedent(
     np.save(weights_file, np.concatenate([variable.numpy().ravel() for variable in variables]))
     print(json.dumps({
         **common(trainer._parts.strategy),
+        **mirrored_runner,
         "primary": trainer.is_primary,
         "global_batch": trainer.global_batch,
+        "steps": [trainer.steps_per_epoch, trainer.eval_steps],
         "eval_examples": rows[0]["eval_examples"],
         "restored": trainer.restore(Path(run_dir) / CHECKPOINTS),  # every worker reads the chief's checkpoint
         "before": before,
@@ -341,16 +362,29 @@ def test_two_workers_train_to_identical_parameters(trained: tuple[dict[str, dict
 
 @pytest.mark.slow
 def test_two_workers_train_as_two_replicas_in_one_process(trained: tuple[dict[str, dict], Path]) -> None:
-    """The same global batch split the same way, the same all-reduced update: MirroredStrategy's parameters."""
+    """The same global batch split the same way, the same all-reduced update: MirroredStrategy's parameters.
+
+    The reference process is also the engine's test of MirroredStrategy over two CPU replicas (what two GPUs get):
+    the runner counts both replicas' images and its replicas apply the same update; the trainer's global batch is
+    split over them and its evaluation counts the 5 examples, not the padding of the last batch."""
     _, root = trained
     reference = finish({"mirrored": start(root, "mirrored", root / "mirrored-run", "mirrored", environment())}, root)
-    assert reference["mirrored"]["replicas"] == 2 and not reference["mirrored"]["multi_worker"]
+    mirrored = reference["mirrored"]
+    assert mirrored["replicas"] == 2 and not mirrored["multi_worker"] and mirrored["cached"]
+    assert mirrored["runner_samples_per_step"] == 4  # 2 per replica
+    assert mirrored["runner_copies"] == [2] * mirrored["runner_variables"]
+    assert mirrored["runner_moved"] == mirrored["runner_variables"] > 0
+    assert mirrored["runner_copies_equal"]
+    assert mirrored["global_batch"] == 4 and mirrored["steps"] == [2, 2]  # 5 evaluation examples: 2 batches of 4
+    assert mirrored["eval_examples"] == 5
+    assert mirrored["after"] != mirrored["before"]
     np.testing.assert_allclose(np.load(root / "worker0.npy"), np.load(root / "mirrored.npy"), rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.slow
 def test_two_slurm_tasks_step_the_benchmark_runner(tmp_path: Path) -> None:
-    """Through Slurm's variables this time (SlurmClusterResolver: ports 8888 and 8889 for two tasks on a node)."""
+    """Through Slurm's variables this time (SlurmClusterResolver: ports 8888 and 8889 for two tasks on a node), on
+    tiny BERT: what is promised here is the cluster and the runner's count, not the network."""
     for port in SLURM_PORTS:
         with socket.socket() as sock:
             try:

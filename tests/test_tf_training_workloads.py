@@ -17,7 +17,7 @@ pytest.importorskip("official")
 
 import tf_keras
 
-from tests.conftest import assert_one_line_error, run_cli, run_main
+from tests.conftest import assert_one_line_error, run_main
 from trainbench.config import ModelConfig, OptimizerConfig, TrainConfig
 from trainbench.data.synthetic import learnable_sequences, translated
 from trainbench.engines.tf_engine import ENGINE
@@ -171,7 +171,7 @@ def test_retinanet_training_is_refused_in_one_line(tmp_path):
 
 @pytest.mark.slow
 def test_train_command_trains_the_transformer(tmp_path):
-    result = run_cli("train", "--framework", "tf", "--workload", "transformer", "--size", "tiny", "--device", "cpu",
+    result = run_main("train", "--framework", "tf", "--workload", "transformer", "--size", "tiny", "--device", "cpu",
                      "--epochs", "2", "--batch-size", "16", "--base-lr", "16", "--warmup-epochs", "0",
                      "--weight-decay", "0", "--synthetic-train-examples", "256", "--synthetic-eval-examples", "32",
                      "--output", str(tmp_path))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-# Under pytest-xdist (`make test`: 2 workers on CI's 2 cores) each test process and the workers it starts compute on
+# Under pytest-xdist (`make test`: 3 workers on CI's 2 cores) each test process and the workers it starts compute on
 # one thread: two processes of two threads each on two cores spend their time waiting for each other's threads.
 # Set before torch is imported here; the workers started by the tests inherit it.
 if os.environ.get("PYTEST_XDIST_WORKER"):

@@ -81,6 +81,7 @@ def test_coco_images_are_resized_padded_and_normalised_with_the_boxes_scaled(tmp
     assert batch["image"].shape == (1, 128, 128, 3) and not batch["image"][0, scaled[0]:].any()  # zero padding
 
 
+@pytest.mark.slow  # builds and steps each tiny network: seconds
 @pytest.mark.parametrize(("workload", "kind", "params"), [
     ("bert", "bert", {}), ("transformer", "translation", {}), ("retinanet", "coco", {"num_classes": 6})])
 def test_batch_from_features_gives_the_synthetic_structure_and_the_loss_accepts_it(

@@ -84,6 +84,7 @@ def trained_transformer():
     return config, trainer, before, losses
 
 
+@pytest.mark.slow  # the module's trained Transformer: seconds
 def test_transformer_learns_to_translate(trained_transformer):
     _, trainer, before, losses = trained_transformer
     assert (trainer.global_batch, trainer.steps_per_epoch, trainer.eval_steps) == (BATCH, 16, 2)
@@ -96,6 +97,7 @@ def test_transformer_learns_to_translate(trained_transformer):
     assert after["top5"] > 0.2 > before["top5"]  # 512 tokens: chance is 1 %
 
 
+@pytest.mark.slow  # the module's trained Transformer: seconds
 def test_transformer_checkpoint_round_trip(trained_transformer, tmp_path):
     config, trainer, _, _ = trained_transformer
     trainer.save(tmp_path, 1)

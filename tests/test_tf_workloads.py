@@ -72,6 +72,7 @@ def test_every_tf_workload_has_a_builder():
         assert all(callable(getattr(builder, part)) for part in ("build", "synthetic_batch", "loss", "decayed"))
 
 
+@pytest.mark.slow  # trains each tiny network: seconds
 @pytest.mark.parametrize("name", PER_WORKLOAD)
 def test_tiny_workload_trains(name):
     run = trained(name)
@@ -82,6 +83,7 @@ def test_tiny_workload_trains(name):
     assert moved >= len(builder_of(run["model"]).decayed(run["runner"].network))
 
 
+@pytest.mark.slow  # builds each tiny runner: seconds
 @pytest.mark.parametrize("name", PER_WORKLOAD)
 def test_tiny_runner_counts(name):
     run = trained(name)

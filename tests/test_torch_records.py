@@ -225,6 +225,7 @@ def refused(*args: str) -> object:
                    *args)
 
 
+@pytest.mark.slow  # a real process that loads torch: seconds
 def test_a_folder_the_workload_cannot_read_is_refused_in_one_line(folders: dict[str, Path], tmp_path: Path) -> None:
     bert, gpt2, coco = str(folders["bert"]), str(folders["gpt2"]), str(folders["coco"])
     assert_one_line_error(refused("--workload", "gpt2", "--data", bert), "holds bert records", "reads gpt2",

@@ -106,8 +106,11 @@ def test_alpha_decides_the_verdict_within_its_range(tmp_path: Path) -> None:
     assert compare_runs(a, b, alpha=p_value * 0.99).iloc[0]["significant"] is False
 
 
-def _with_env(run: Path, gpu: str, framework: dict[str, object], python: str = "3.12.3") -> Path:
-    (run / "env.json").write_text(json.dumps({"python": python, "framework": framework,
+ZEN4, ZEN3 = "AMD EPYC, family 25 model 17, AVX-512", "AMD EPYC, family 25 model 1, AVX2"
+
+
+def _with_env(run: Path, gpu: str, framework: dict[str, object], python: str = "3.12.3", cpu: str = ZEN4) -> Path:
+    (run / "env.json").write_text(json.dumps({"python": python, "framework": framework, "cpu_class": cpu,
                                               "gpu": {"driver": "580.1", "gpus": [{"name": gpu}]}}))
     return run
 
@@ -119,7 +122,7 @@ TORCH = {"framework": "torch", "torch": "2.5.0", "cuda": "12.4", "cudnn": 90100,
 def test_the_settings_sentence_counts_measured_settings_and_not_version_notations(tmp_path: Path) -> None:
     base = _with_env(write_windows_run(tmp_path / "base", {8: [100.0, 101.0, 99.0]}), H100, TORCH)
     notation = _with_env(write_windows_run(tmp_path / "notation", {8: [100.0, 101.0, 99.0]}), H100,
-                         {**TORCH, "cuda": "12.4.0", "cudnn": "9"}, python="3.11.9")
+                         {**TORCH, "cuda": "12.4.0", "cudnn": "9"}, python="3.11.9", cpu=ZEN3)
     tf = _with_env(write_windows_run(tmp_path / "tf", {8: [90.0, 91.0, 89.0]}, {**HEADER, "framework": "tf"}),
                    H100, TORCH)
     two = _with_env(write_windows_run(tmp_path / "two", {8: [300.0, 301.0, 299.0]}, {**HEADER, "image_size": 32}),
@@ -127,7 +130,8 @@ def test_the_settings_sentence_counts_measured_settings_and_not_version_notation
     run = {folder.name: load_run(folder) for folder in (base, notation, tf, two)}
     assert settings_sentence(run["base"], run["notation"]) == \
         "The runs differ in no setting: the change is the machine's or the code's."
-    assert setting_differences(run["base"], run["notation"]) == [("python", "3.12.3", "3.11.9")]  # environment only
+    assert setting_differences(run["base"], run["notation"]) == [("cpu_class", ZEN4, ZEN3),  # environment only
+                                                                 ("python", "3.12.3", "3.11.9")]
     assert settings_sentence(run["base"], run["tf"]) == "The runs differ in one setting: framework (A torch, B tf)."
     assert settings_sentence(run["base"], run["two"]) == ("These runs differ in 2 settings (image_size, gpus): a "
                                                           "change below is not the effect of any one of them.")

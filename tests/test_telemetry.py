@@ -22,7 +22,7 @@ import pynvml
 import pytest
 
 import trainbench
-from trainbench.telemetry.env import collect_env, cpu_model, suite_commit
+from trainbench.telemetry.env import collect_env, cpu_class, cpu_model, suite_commit
 from trainbench.telemetry.nvml import gpu_report, gpu_state, visible_gpu_count
 
 MIB = 2**20
@@ -296,6 +296,7 @@ def test_collect_env_describes_this_machine_and_command(monkeypatch: pytest.Monk
     assert 1 <= env["cpus_usable"] <= env["cpu_count"]
     assert env["cuda_visible_devices"] == "3,1"
     assert env["cpu_model"] == cpu_model()
+    assert env["cpu_class"] == cpu_class() and env["cpu_class"].startswith(cpu_model())
     assert env["suite_commit"] == suite_commit()
     when = dt.datetime.fromisoformat(env["time_utc"])
     assert when.utcoffset() == dt.timedelta(0)

@@ -123,7 +123,7 @@ def environment(run: ComparedRun) -> dict[str, Any]:
     gpu = run.env.get("gpu")
     if isinstance(gpu, dict) and gpu.get("driver") is not None:
         found["gpu driver"] = gpu["driver"]
-    for key in ("cpu_model", "trainbench_version", "python"):
+    for key in ("cpu_model", "cpu_class", "trainbench_version", "python"):
         if run.env.get(key) is not None:
             found[key] = run.env[key]
     framework = run.env.get("framework")

@@ -145,7 +145,7 @@ def _environment_fields(env: dict[str, Any]) -> dict[str, Any]:
         "host": env.get("hostname"),
         "platform": env.get("platform"),
         "python": env.get("python"),
-        "CPU": env.get("cpu_model"),
+        "CPU": env.get("cpu_class") or env.get("cpu_model"),  # older runs recorded the model name only
         "CPU cores (usable)": f"{env.get('cpu_count')} ({env.get('cpus_usable', env.get('cpu_count'))})",
         "CUDA_VISIBLE_DEVICES": env.get("cuda_visible_devices"),
         "GPUs": ", ".join(names) or f"none seen by NVML ({gpu.get('unavailable') or 'no GPU'})",

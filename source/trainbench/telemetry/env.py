@@ -32,34 +32,34 @@ def suite_commit() -> str | None:
     return f"{commit}-dirty" if dirty else commit
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+def _cpuinfo_fields(cpuinfo: str | None) -> dict[str, str]:
+    """The first CPU's fields of /proc/cpuinfo (or of the text given); empty where it cannot be read."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return {}
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    return _cpuinfo_fields(cpuinfo).get("model name") or platform.processor() or platform.machine()
 
 
 def cpu_class(cpuinfo: str | None = None) -> str:
     """The CPU's model name with its family, model and widest vector extension (from /proc/cpuinfo unless given):
     two 'AMD EPYC' machines of other generations differ in speed and in floating-point order (AVX-512 or not),
     which a test's or a run's reader needs to tell apart."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return cpu_model()
-    fields: dict[str, str] = {}
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
+    fields = _cpuinfo_fields(cpuinfo)
     flags = set(fields.get("flags", "").split())
     vector = next((name for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX")) if flag in flags),
                   "no AVX")
     generation = f"family {fields['cpu family']} model {fields['model']}" if "cpu family" in fields else ""
-    name = fields.get("model name") or cpu_model()
+    name = fields.get("model name") or platform.processor() or platform.machine()
     return ", ".join(part for part in (name, generation, vector if flags else "") if part)
 
 
@@ -76,6 +76,7 @@ def collect_env(argv: list[str], environ: Mapping[str, str] | None = None) -> di
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpu_model": cpu_model(),
+        "cpu_class": cpu_class(),  # the model name alone is one for CPUs of other generations and vector widths
         "cpu_count": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "cuda_visible_devices": environ.get("CUDA_VISIBLE_DEVICES"),

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from trainbench.results.run_settings import Pair, differing, one_setting_pairs, same_value, version_parts
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainbench.results.run_settings import (
+    Pair,
+    differing,
+    one_setting_pairs,
+    pairs_by_difference,
+    same_value,
+    version_parts,
+)
 
 
 def test_versions_in_two_notations_are_one() -> None:
@@ -30,3 +40,45 @@ def test_pairs_differ_in_exactly_one_setting_and_batch_sizes_pair_with_neighbour
     assert Pair(0, 1, "batch_size") in pairs and Pair(1, 2, "batch_size") in pairs
     assert Pair(0, 2, "batch_size") not in pairs  # 16 lies between 8 and 32
     assert len(pairs) == 3 + 2 + 2 and all(6 not in (pair.first, pair.second) for pair in pairs)
+
+
+def _every_two(rows: list[dict[str, object]]) -> tuple[list[Pair], dict[tuple[str, ...], tuple[int, tuple[int, int]]]]:
+    """The definition, pair by pair: what the grouping must give."""
+    one, apart = [], {}
+    order = list(dict.fromkeys(name for row in rows for name in row))  # the settings in the order rows name them
+    for first in range(len(rows)):
+        for second in range(first + 1, len(rows)):
+            names = tuple(sorted(differing(rows[first], rows[second]), key=order.index))
+            count, example = apart.get(names, (0, (first, second)))
+            apart[names] = (count + 1, example)
+            if len(names) != 1:
+                continue
+            name = names[0]
+            if name == "batch_size":  # the one ordered setting: neighbours only
+                low, high = sorted((rows[first][name], rows[second][name]))  # type: ignore[type-var]
+                if any(low < row[name] < high and not differing({**row, name: None}, {**rows[first], name: None})
+                       for row in rows):  # type: ignore[operator]
+                    continue
+            one.append(Pair(first, second, name))
+    return one, apart
+
+
+ROWS = st.lists(st.fixed_dictionaries({"framework": st.sampled_from(["torch", "tf"]),
+                                       "batch_size": st.sampled_from([1, 2, 4, 8]),
+                                       "compile": st.sampled_from([None, True, "max-autotune"])},
+                                      optional={"gpus": st.sampled_from([1, 2])}), max_size=14)
+
+
+@given(ROWS)
+def test_grouping_finds_what_comparing_every_two_rows_finds(rows: list[dict[str, object]]) -> None:
+    one, apart = _every_two(rows)
+    assert one_setting_pairs(rows) == one
+    assert {names: (found.pairs, found.example) for names, found in pairs_by_difference(rows).items()} == apart
+
+
+def test_two_hundred_copies_of_a_sweep_group_without_comparing_every_two() -> None:
+    rows = [{"framework": "torch", "batch_size": batch, "run": "same"} for _ in range(200) for batch in (8, 16, 32)]
+    pairs = one_setting_pairs(rows)
+    assert len(pairs) == 2 * 200 * 200 and Pair(0, 1, "batch_size") in pairs and Pair(0, 2, "batch_size") not in pairs
+    counts = pairs_by_difference(rows)
+    assert counts[()].pairs == 3 * 200 * 199 // 2 and counts[("batch_size",)].pairs == 3 * 200 * 200

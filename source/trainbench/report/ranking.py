@@ -30,7 +30,7 @@ from trainbench.report.found import Campaign, ReportData, RunRecord
 from trainbench.results import fields
 from trainbench.results.header import RunHeader
 from trainbench.results.records import Status
-from trainbench.results.run_settings import Pair, differing, one_setting_pairs
+from trainbench.results.run_settings import Pair, one_setting_pairs, pairs_by_difference
 from trainbench.results.significance import Verdict, compare_rates, window_rates
 from trainbench.results.trust import trust_flags, window_spread, worst_of
 
@@ -357,15 +357,13 @@ def pairs(frame: pd.DataFrame) -> Pairs:
                 found.left_out[pair.setting] = found.left_out.get(pair.setting, 0) + 1
                 continue
             shown.append(_compare(pair.setting, *_ordered(pair, records)))
-        for first in range(len(rows)):
-            for second in range(first + 1, len(rows)):
-                apart = tuple(differing(rows[first], rows[second]))
-                if not apart:
-                    found.same += 1
-                elif len(apart) > 1:
-                    known = uncompared.get(apart)
-                    example = (str(records[first]["source"]), str(records[second]["source"]))
-                    uncompared[apart] = Uncompared(apart, (known.pairs if known else 0) + 1,
-                                                   known.example if known else example)
+        for apart in pairs_by_difference(rows).values():
+            if not apart.settings:
+                found.same += apart.pairs
+            elif len(apart.settings) > 1:
+                known = uncompared.get(apart.settings)
+                example = tuple(str(records[index]["source"]) for index in apart.example)
+                uncompared[apart.settings] = Uncompared(apart.settings, apart.pairs + (known.pairs if known else 0),
+                                                        known.example if known else (example[0], example[1]))
     found.uncompared = sorted(uncompared.values(), key=lambda item: (len(item.settings), -item.pairs))
     return found

@@ -14,6 +14,7 @@ last line cut short are read for what they hold, and a file that cannot be read 
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from pathlib import Path
@@ -74,11 +75,19 @@ def _read_all(telemetry_dir: Path) -> tuple[pd.DataFrame, list[str]]:
         if frame is not None and len(frame):
             frames.append(frame.assign(**{BATCH_SIZE: int(match.group(1))}))
     if not frames:
-        empty = _typed(pd.DataFrame({field: [] for field in TELEMETRY_FIELDS}).assign(**{BATCH_SIZE: []}))
-        return empty, problems
+        return _empty_timeline().copy(), problems
     timeline = pd.concat(frames, ignore_index=True)
     # Within a flush the sampler writes in time order, but an event can land in the next flush: sort (stably).
     return timeline.sort_values("time_s", kind="stable", ignore_index=True), problems
+
+
+@functools.cache
+def _empty_timeline() -> pd.DataFrame:
+    """The typed frame of no rows, made once: typing costs milliseconds even empty, and most CPU runs (no GPU to
+    sample) have no timeline at all, which a report of hundreds of runs would pay twice a run."""
+    import pandas as pd
+
+    return _typed(pd.DataFrame({field: [] for field in TELEMETRY_FIELDS}).assign(**{BATCH_SIZE: []}))
 
 
 def _read_one(path: Path) -> tuple[pd.DataFrame | None, list[str]]:

@@ -32,6 +32,7 @@ import pandas as pd
 
 from trainbench.errors import UsageError
 from trainbench.results import fields
+from trainbench.results.csv_cells import neutral_frame
 from trainbench.results.files import write_text_atomic
 from trainbench.results.header import RunHeader
 from trainbench.results.layout import ENV, STEPS, SUMMARY, batch_file
@@ -401,7 +402,7 @@ def write_report(folder: Path, threshold: float | None = None) -> dict[str, pd.D
         if name == "unmeasured":
             continue
         file = {"runs": RUNS_FILE, "gpus": GPUS_FILE, "across": ACROSS_FILE}.get(name, f"{name}.csv")
-        write_text_atomic(folder / file, frame.to_csv(index=False))
+        write_text_atomic(folder / file, neutral_frame(frame).to_csv(index=False))
     return frames
 
 

@@ -74,6 +74,7 @@ from trainbench.campaign.matrix import AXES, AXIS_DEFAULTS, NO_PROFILER
 from trainbench.errors import UsageError, os_reason
 from trainbench.report.console import aligned
 from trainbench.results import fields
+from trainbench.results.csv_cells import neutral_frame
 from trainbench.results.files import write_text_atomic
 from trainbench.results.header import RunHeader
 from trainbench.results.layout import (
@@ -460,7 +461,7 @@ def campaign_table(campaign_dir: Path) -> pd.DataFrame:
 
 
 def table_text(table: pd.DataFrame) -> str:
-    return table.to_csv(index=False, lineterminator="\n")
+    return neutral_frame(table).to_csv(index=False, lineterminator="\n")
 
 
 def write_campaign_table(campaign_dir: Path) -> Path:

@@ -18,6 +18,7 @@ from trainbench.analysis.coreutil import CORES, CoreUtilization, analyze_file, s
 from trainbench.cli.options import path_text, whole_number
 from trainbench.cli.parsing import Parser
 from trainbench.errors import EXIT_USAGE, UsageError, os_reason, printable_line
+from trainbench.results.csv_cells import neutral_frame
 
 _PREFIX = "trainbench: coreutil"
 
@@ -80,7 +81,7 @@ def _analyze(path: str) -> CoreUtilization | None:
 def _write_csv(out: str, results: Sequence[CoreUtilization]) -> int:
     try:
         with open(out, "x", encoding="utf-8", newline="") as handle:  # "x": results are never overwritten
-            summary_frame(results).to_csv(handle, index=False)
+            neutral_frame(summary_frame(results)).to_csv(handle, index=False)
     except FileExistsError:
         _error(out, "already exists; not overwritten (choose another --csv name)")
         return EXIT_USAGE

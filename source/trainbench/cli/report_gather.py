@@ -51,6 +51,7 @@ from trainbench.report.html import render
 from trainbench.report.ranking import csv_frame, measured_rows
 from trainbench.report.sections import invalid_items
 from trainbench.report.telemetry_plot import timeline_problems
+from trainbench.results.csv_cells import neutral_frame
 from trainbench.results.layout import (
     CAMPAIGN,
     ENV,
@@ -464,7 +465,7 @@ def write_ranking(page: Path, data: ReportData) -> Path | None:
     frame = data.measured if data.measured is not None else measured_rows(data)
     if frame.empty:
         return None
-    return write_new(page.with_name(RANKING), csv_frame(frame).to_csv(index=False, lineterminator="\n"))
+    return write_new(page.with_name(RANKING), neutral_frame(csv_frame(frame)).to_csv(index=False, lineterminator="\n"))
 
 
 def make_report(folders: list[Path], output: Path) -> tuple[Path, ReportData, Path | None]:

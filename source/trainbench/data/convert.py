@@ -29,6 +29,7 @@ from trainbench.data.progress import Progress
 from trainbench.data.shards import MANIFEST, MANIFEST_FORMAT, Manifest, ShardResult, ShardTask, fingerprint, plan_shards
 from trainbench.data.tfrecord_writer import PARTIAL, image_example, write_shard
 from trainbench.errors import UsageError, os_reason
+from trainbench.results.csv_cells import neutral
 from trainbench.results.files import temporary_files, write_text_atomic
 
 OUTPUT_FOLDER = "TFRecords"
@@ -168,7 +169,7 @@ def write_skipped(path: Path, skipped: list[tuple[str, str]]) -> None:
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(("file", "reason"))
-    writer.writerows((printable(file), printable(reason)) for file, reason in skipped)
+    writer.writerows((neutral(printable(file)), neutral(printable(reason))) for file, reason in skipped)
     write_text_atomic(path, text.getvalue())
 
 

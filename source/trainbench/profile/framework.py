@@ -11,6 +11,7 @@ from typing import Any
 
 from trainbench.config import ProfileConfig
 from trainbench.errors import UsageError
+from trainbench.results.csv_cells import neutral_rows
 from trainbench.results.layout import batch_file
 
 TORCH_TRACE = "trace.json"  # Chrome trace: chrome://tracing, Perfetto, or TensorBoard's profile plugin
@@ -64,7 +65,7 @@ class TorchProfilerHooks:
         with open(self.trace_dir / TORCH_OPERATORS, "w", newline="", encoding="utf-8") as out:
             writer = csv.DictWriter(out, fieldnames=OPERATOR_FIELDS)
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(neutral_rows(rows))
         (self.trace_dir / TORCH_OPERATORS_TABLE).write_text(averages.table(sort_by="self_cpu_time_total",
                                                                            row_limit=40))
 

@@ -15,6 +15,7 @@ from trainbench.analysis.coreutil import CORES, analyze_file
 from trainbench.errors import UsageError
 from trainbench.profile.gpu_target import GpuTarget
 from trainbench.profile.tools import counter_permission_failure, find_binary
+from trainbench.results.csv_cells import neutral_frame
 from trainbench.results.layout import batch_file
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ class Ncu:
     def analyze(self, run_dir: Path, batch_size: int) -> dict[str, Any]:
         result = analyze_file(batch_file(run_dir, batch_size, ".csv"))
         # Which kernels the averages come from: the "why" behind each batch size's row.
-        result.per_kernel.to_csv(batch_file(run_dir, batch_size, KERNELS_SUFFIX))
+        neutral_frame(result.per_kernel).to_csv(batch_file(run_dir, batch_size, KERNELS_SUFFIX))
         return {"kernels": result.launches,
                 **{core: result.cores[core].value for core in CORES},
                 **{f"{core}_metric": result.cores[core].metric for core in CORES}}

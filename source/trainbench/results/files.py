@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from trainbench.errors import UsageError, os_reason
+from trainbench.results.csv_cells import neutral_rows
 from trainbench.results.records import stamped
 
 _TEMPORARY = ".tmp"
@@ -99,7 +100,7 @@ def write_csv_atomic(path: Path, fields: Sequence[str], rows: Iterable[dict[str,
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=list(fields), extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows(neutral_rows(rows))
     write_text_atomic(path, text.getvalue())
 
 
@@ -110,7 +111,7 @@ def append_csv(path: Path, fields: Sequence[str], rows: Iterable[dict[str, Any]]
         writer = csv.DictWriter(out, fieldnames=list(fields), extrasaction="ignore", lineterminator="\n")
         if new:
             writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(neutral_rows(rows))
         out.flush()
         os.fsync(out.fileno())
 

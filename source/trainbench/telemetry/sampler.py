@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trainbench.results.csv_cells import neutral_rows
 from trainbench.telemetry.schema import (
     EVENT_SAMPLE,
     EVENT_STEP_END,
@@ -116,5 +117,5 @@ class Sampler:
             self.timed_samples.extend(rows)
         events = [self._events.popleft() for _ in range(len(self._events))]
         # In time order within a flush; an event timed just before a flush may come in the next one: sort by time_s.
-        self._writer.writerows(sorted([*events, *rows], key=lambda row: row["time_s"]))
+        self._writer.writerows(neutral_rows(sorted([*events, *rows], key=lambda row: row["time_s"])))
         self._file.flush()

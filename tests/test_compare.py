@@ -137,6 +137,20 @@ def test_the_settings_sentence_counts_measured_settings_and_not_version_notation
                                                           "change below is not the effect of any one of them.")
 
 
+def test_a_default_and_the_same_value_given_are_one_setting(tmp_path: Path) -> None:
+    """The header's "params" hold the shape settings as run; the model's options hold None for a default. BERT at
+    its default 32 tokens against --seq-len 32 differs in nothing, against --seq-len 16 in the length only."""
+    def bert(name: str, asked: int | None, ran: int) -> Path:
+        header = {**HEADER, "workload": "bert", "image_size": None, "params": {"seq_len": ran},
+                  "model": {"workload": "bert", "size": "tiny", "seq_len": asked, "num_classes": None}}
+        return write_windows_run(tmp_path / name, {8: [100.0, 101.0, 99.0]}, header)
+
+    default, given, shorter = load_run(bert("default", None, 32)), load_run(bert("given", 32, 32)), \
+        load_run(bert("shorter", 16, 16))
+    assert setting_differences(default, given) == []
+    assert settings_sentence(default, shorter) == "The runs differ in one setting: model.seq_len (A 32, B 16)."
+
+
 def test_the_cli_prints_the_sentence_the_table_and_each_verdict(tmp_path: Path) -> None:
     a = _with_env(write_windows_run(tmp_path / "a", {8: [100.0, 102.0, 98.0], 16: [180.0, 181.0]}), A100, TORCH)
     b = _with_env(write_windows_run(tmp_path / "b", {8: [1560.0, 1555.0, 1565.0], 16: [181.0, 182.0]},

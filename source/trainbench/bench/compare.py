@@ -108,7 +108,11 @@ def measured_settings(run: ComparedRun) -> dict[str, Any]:
     settings = {key: run.header.get(key) for key in SETTINGS if key in run.header}
     model = run.header.get("model")
     if isinstance(model, dict):
-        settings.update({f"model.{key}": value for key, value in model.items() if key not in SETTINGS})
+        # The model's options as asked (None: the workload's default), with the shape settings as run from the
+        # header's "params" (defaults resolved): a default and the same value given are one setting, not a change.
+        params = run.header.get("params")
+        effective = {**model, **(params if isinstance(params, dict) else {})}
+        settings.update({f"model.{key}": value for key, value in effective.items() if key not in SETTINGS})
     if "gpu" in run.env:
         gpu = found if isinstance(found := run.env.get("gpu"), dict) else {}
         gpus = [g.get("name") for g in gpu.get("gpus", []) if isinstance(g, dict)]

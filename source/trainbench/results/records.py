@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from trainbench.results import fields
+from trainbench.results.derived import derived_problem
 
 FORMAT = 4  # the version of every JSON object the suite writes (its "format" field); files without one are 1
 FORMAT_KEY = "format"
@@ -142,7 +143,8 @@ class RunSummary:
         version = format_of(data)
         rows = [_upgrade_row(row, version) for row in data[RESULTS_KEY]]
         header = {k: v for k, v in data.items() if k not in (FORMAT_KEY, RESULTS_KEY)}
-        results = [BatchResult.from_row(row, f"results[{i}]") for i, row in enumerate(rows)]
+        results = [_checked(header, BatchResult.from_row(row, f"results[{i}]"), f"results[{i}]")
+                   for i, row in enumerate(rows)]
         return cls(header, results, version)
 
     def ok_results(self) -> list[BatchResult]:
@@ -156,6 +158,13 @@ class RunSummary:
         """The summary with each invalid result's error starting with ``source`` (the file it was read from)."""
         results = [r.replace(error=f"{source}: {r.error}") if r.status is Status.INVALID else r for r in self.results]
         return RunSummary(self.header, results, self.format)
+
+
+def _checked(header: dict[str, Any], result: BatchResult, where: str) -> BatchResult:
+    """An ok result whose tokens/s, achieved FLOP/s or MFU does not follow from its rate, read as invalid."""
+    if result.status is Status.OK and (problem := derived_problem(header, result.values, where)):
+        return result.replace(status=Status.INVALID, error=problem)
+    return result
 
 
 def format_of(data: dict[str, Any]) -> int:

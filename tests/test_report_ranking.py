@@ -26,13 +26,13 @@ STEPS = 4  # timed steps per window
 
 
 def write_run(folder: Path, windows: dict[int, list[float]], framework: str = "torch", precision: str = "fp32",
-              oom: bool = False) -> Path:
+              oom: bool = False, **header: Any) -> Path:
     """A run folder as the sweep writes it: per batch size, windows of the given lengths (s) of STEPS equal steps,
     so window i's samples/s is batch x STEPS / windows[i]; then, with ``oom``, a batch size out of memory."""
     folder.mkdir(parents=True)
     store = ThroughputRun(folder, {"framework": framework, "precision": precision, "image_size": 64,
                                    "data": "synthetic", "device": "cpu", "warmup_steps": 1, "timed_steps": STEPS,
-                                   "windows": len(next(iter(windows.values())))})
+                                   "windows": len(next(iter(windows.values()))), **header})
     for batch, lengths in windows.items():
         made = [Window((0.1,), (length / STEPS,) * STEPS, length) for length in lengths]
         store.add(BatchResult(batch, Status.OK, None, summarize_windows(batch, made)))
@@ -129,7 +129,7 @@ def test_headline_and_ranking_csv_hold_the_run_folders_numbers(tmp_path: Path,
     page = Page((tmp_path / "r.html").read_text())
     assert next(iter(page.sections)) == "headline"  # the page opens with the answer
     text = section_text((tmp_path / "r.html").read_text(), "headline")
-    assert f"ResNet-50 on cpu: best {best_rate:.4g} images/s (spread" in text
+    assert f"ResNet-50 at 64 px on cpu: best {best_rate:.4g} images/s (spread" in text
     assert f"with {best_name} fp32 batch {best_batch}" in text
     assert f"{best_rate / slowest[2]:.3g} x the slowest of its 4 settings" in text
     assert "All rows: fp32, on cpu, 64 px, synthetic data, 1 process." in text  # the constant settings, said once
@@ -137,6 +137,31 @@ def test_headline_and_ranking_csv_hold_the_run_folders_numbers(tmp_path: Path,
     assert [(row["source"], row["framework"], row["batch size"]) for row in shown] == \
         [(name, name, str(batch)) for name, batch, _ in expected]
     assert "precision" not in shown[0]  # the same in every row: no column
+
+
+def test_sizes_and_lengths_are_ranked_apart_and_the_network_is_named_by_its_size(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Tiny BERT at 8 and 32 tokens and the full one at 32 measure three kinds of work: three headlines, ranks
+    restarting in each, none "x the slowest" of another; the tiny network is not called BERT-base."""
+    def bert(name: str, size: str, seq_len: int, seconds: float) -> None:
+        write_run(tmp_path / "runs" / name, {8: [seconds, seconds * 1.05, seconds * 1.1]}, workload="bert",
+                  sample_unit="sequence", size=size, image_size=None, params={"seq_len": seq_len})
+
+    bert("tiny8", "tiny", 8, 0.01)
+    bert("tiny32", "tiny", 32, 0.04)
+    bert("tiny32b", "tiny", 32, 0.05)
+    bert("full32", "full", 32, 2.0)
+    done = report_command(capsys, str(tmp_path / "runs"), "-o", str(tmp_path / "r.html"))
+    assert done.returncode == 0, done.stderr
+    text = section_text((tmp_path / "r.html").read_text(), "headline")
+    titles = re.findall(r"((?:tiny )?BERT-base at seq_len \d+ on cpu): best", text)
+    assert sorted(titles) == ["BERT-base at seq_len 32 on cpu", "tiny BERT-base at seq_len 32 on cpu",
+                              "tiny BERT-base at seq_len 8 on cpu"]
+    assert text.count("x the slowest of its 2 settings") == 1 and "of its 4 settings" not in text
+    with open(tmp_path / "ranking.csv", newline="") as file:
+        ranks = {row["source"]: (row["size"], row["seq_len"], int(row["rank"])) for row in csv.DictReader(file)}
+    assert ranks == {"tiny8": ("tiny", "8", 1), "tiny32": ("tiny", "32", 1), "tiny32b": ("tiny", "32", 2),
+                     "full32": ("full", "32", 1)}
 
 
 def test_a_campaign_s_configurations_are_ranked_and_compared_on_repetitions(tmp_path: Path) -> None:

@@ -38,11 +38,13 @@ def per_second(sample_unit: str) -> str:
     return f"{sample_unit}s/s"
 
 
-def workload_title(name: Any) -> str:
-    """A run's workload's title ("BERT-base") from its header's name (files without one: ResNet-50; a name this
-    trainbench does not know: the name)."""
+def workload_title(name: Any, size: Any = None) -> str:
+    """A run's network by name and size: "BERT-base", or "tiny BERT-base" for the small network of the same
+    structure (38,402 parameters are no BERT-base). From its header's name (files without one: ResNet-50; a name
+    this trainbench does not know: the name); no size or "full": the published network."""
     name = str(name or "resnet50")
-    return workloads.get(name).title if name in workloads.names() else name
+    title = workloads.get(name).title if name in workloads.names() else name
+    return title if size in (None, "full") else f"{size} {title}"
 
 
 def sample_unit_of(header: dict[str, Any]) -> str:

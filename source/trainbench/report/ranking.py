@@ -236,14 +236,23 @@ def settings(row: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
 # --- the ranking and its headline ----------------------------------------------------------------------------
 
 
+# What decides what a sample is: rows that differ in one of these measure different work and are never ranked
+# against each other (a tiny BERT at 8 tokens is not "94 x" a full one at 512).
+SPACE = ("workload", "size", "image_size", "seq_len", "device")
+
+
+def _space(row: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(repr(_plain(row.get(name))) for name in SPACE)
+
+
 def ranking(frame: pd.DataFrame) -> pd.DataFrame:
-    """Every row, by workload and device (in the order first seen), fastest first, with its rank in its group."""
+    """Every row, by setting space (``SPACE``: workload, size, shape and device, in the order first seen), fastest
+    first, with its rank in its space."""
     if frame.empty:
         return frame.assign(rank=pd.Series(dtype=object))
-    order = {key: i for i, key in enumerate(dict.fromkeys(zip(frame["workload"], frame["device"].map(str),
-                                                              strict=True)))}
-    keyed = frame.assign(_group=[order[(w, str(d))] for w, d in zip(frame["workload"], frame["device"], strict=True)],
-                         _rate=frame["samples_per_sec"].astype(float))
+    spaces = [_space(row) for row in frame.to_dict("records")]
+    order = {key: i for i, key in enumerate(dict.fromkeys(spaces))}
+    keyed = frame.assign(_group=[order[key] for key in spaces], _rate=frame["samples_per_sec"].astype(float))
     ranked = keyed.sort_values(["_group", "_rate"], ascending=[True, False], kind="stable")
     ranked.insert(0, "rank", ranked.groupby("_group").cumcount() + 1)
     ranked = ranked.drop(columns=["_group", "_rate"]).reset_index(drop=True)
@@ -265,7 +274,7 @@ def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Headline:
-    """The best row of one workload on one device, and the slowest, as ranked rows (``ranking``)."""
+    """The best row of one setting space (``SPACE``) and the slowest, as ranked rows (``ranking``)."""
 
     workload: str
     device: Any
@@ -279,15 +288,27 @@ class Headline:
 
     @property
     def title(self) -> str:
-        return f"{workload_title(self.workload)} on {self.device or 'an unrecorded device'}"
+        """"tiny BERT-base at seq_len 32 on cpu": the network by its size, the sample's shape, the device."""
+        shape = " ".join(phrase for name in ("image_size", "seq_len")
+                         if (phrase := _shape_words(name, self.best.get(name))))
+        return (f"{workload_title(self.workload, self.best.get('size'))}{f' at {shape}' if shape else ''} on "
+                f"{self.device or 'an unrecorded device'}")
+
+
+def _shape_words(name: str, value: Any) -> str:
+    value = _plain(value)
+    if value is None:
+        return ""
+    return f"{value} px" if name == "image_size" else f"seq_len {value}"
 
 
 def headlines(frame: pd.DataFrame) -> list[Headline]:
     ranked = ranking(frame)
     found = []
-    for (workload, _), group in ranked.groupby(["workload", ranked["device"].map(str)], sort=False):
+    spaces = [_space(row) for row in ranked.to_dict("records")]
+    for _, group in ranked.groupby(pd.Series(spaces, index=ranked.index).map(str), sort=False):
         records = group.to_dict("records")
-        found.append(Headline(str(workload), records[0]["device"], records[0],
+        found.append(Headline(str(records[0]["workload"]), records[0]["device"], records[0],
                               records[-1] if len(records) > 1 else None, len(records)))
     return found
 

@@ -15,6 +15,7 @@ from trainbench.report.page import Section, cell_text, heading, paragraph, table
 from trainbench.report.ranking import (
     MAX_PAIRS,
     MAX_UNCOMPARED,
+    SPACE,
     SYNTHETIC,
     Compared,
     Headline,
@@ -114,7 +115,7 @@ def ranking_table(ranked: pd.DataFrame, shown: Sequence[str]) -> str:
     rows = []
     for row in ranked.to_dict("records"):
         over = f"{row['n']} {row['sample'] if row['n'] != 1 else str(row['sample']).removesuffix('s')}"
-        workload = [workload_title(row["workload"])] if "workload" in lead else []
+        workload = [workload_title(row["workload"], row.get("size"))] if "workload" in lead else []
         rows.append([int(row["rank"]), *workload, *([row["device"]] if "device" in lead else []),
                      *(row[name] for name in shown), row["samples_per_sec"],
                      *([per_second(str(row["sample_unit"]))] if several else []), over, row["cv_pct"],
@@ -136,7 +137,7 @@ def headline_section(data: ReportData) -> Section:
     said = [name for name in names if name not in shown]
     parts = []
     for line in headlines(frame):
-        named = [name for name in names if name != "device" and (name in shown or name in NAMED)]
+        named = [name for name in names if name not in SPACE and (name in shown or name in NAMED)]  # SPACE: titled
         parts.append(f"<p><strong>{html.escape(_headline_text(line, named))}</strong></p>")
         if line.best["flags"]:
             parts.append(paragraph(f"Its flags: {'; '.join(line.best['flags'])}.", "warn"))
@@ -188,7 +189,7 @@ def pairs_table(found: list[Compared], names: Sequence[str], frame: pd.DataFrame
     for each in found:
         where = described(each.a, context)
         if several:
-            where = f"{workload_title(each.a['workload'])}: {where}"
+            where = f"{workload_title(each.a['workload'], each.a.get('size'))}: {where}"
         rows.append([f"{cell_text(each.a[setting])} -> {cell_text(each.b[setting])}", where,
                      each.a["samples_per_sec"], each.b["samples_per_sec"], change_text(each), _verdict_word(each),
                      each.verdict.text, _flags(each), each.a["source"], each.b["source"]])

@@ -92,6 +92,11 @@ def test_tensorflow_refuses_several_processes(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+# The launches whose point is the processes, not the network (the sweep's allocation failure keeps ResNet-50, whose
+# absurd batch fails at its first allocation).
+TINY_NETWORK = ["--workload", "transformer", "--size", "tiny"]
+
+
 # --- slow: real torchrun launches of two CPU processes. The command's parent runs in this process (run_main): the
 # promise is torchrun's processes, which stay real; the CLI's own process is held by test_throughput_e2e.py.
 
@@ -124,7 +129,7 @@ def test_a_two_process_sweep_records_a_batch_no_rank_can_allocate_and_goes_on(tm
 @pytest.mark.slow
 def test_one_process_through_torchrun_measures_under_ddp(tmp_path: Path) -> None:
     result = run_main("throughput", "--device", "cpu", "--framework", "torch", "--gpus", "1", "--torchrun",
-                      "--batch-sizes", "2", "--image-size", "32", "--warmup", "1", "--steps", "2",
+                      "--batch-sizes", "2", *TINY_NETWORK, "--warmup", "1", "--steps", "2",
                       "--output", str(tmp_path / "out"), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     run_dir = Path(result.stdout.strip().splitlines()[-1])
@@ -153,7 +158,7 @@ def test_two_process_training_keeps_the_parameters_identical(tmp_path: Path) -> 
 @pytest.mark.slow
 def test_a_two_process_train_run_from_the_command_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     result = run_main("train", "--device", "cpu", "--framework", "torch", "--gpus", "2", "--batch-size", "4",
-                      "--image-size", "32", "--epochs", "1", "--steps-per-epoch", "2", "--eval-steps", "1",
+                      *TINY_NETWORK, "--epochs", "1", "--steps-per-epoch", "2", "--eval-steps", "1",
                       "--synthetic-train-examples", "16", "--synthetic-eval-examples", "4",
                       "--output", str(tmp_path / "out"), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -21,7 +21,9 @@ STANDINS = Path(__file__).resolve().parent / "standins"
 TOOLS = ("nvidia-smi", "ncu", "nsys", "nvprof")
 H100 = "NVIDIA H100 80GB HBM3, 9.0"
 V100 = "Tesla V100-SXM2-16GB, 7.0"
-TINY = ["--image-size", "32", "--num-classes", "10"]
+TINY = ["--image-size", "32", "--num-classes", "10"]  # ResNet-50 at 32 px: the scripts' runs
+# The runs whose point is the profiler's command line and what the CLI makes of its output, not the network.
+TINY_NETWORK = ["--workload", "transformer", "--size", "tiny"]
 SUFFIX = ".avg.pct_of_peak_sustained_elapsed"
 WEIGHT = "gpc__cycles_elapsed.max"
 CORE_METRICS = {  # the metric each core is read from on a Hopper profile
@@ -177,7 +179,7 @@ def test_ncu_script_on_hopper_profiles_the_window_and_summarises_each_batch(tmp_
     before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
     ncu_calls_before = len(calls(tmp_path, "ncu"))
     xu = "sm__inst_executed_pipe_xu" + SUFFIX
-    second = run_folder(run_main("profile", "ncu", *TINY, "--batch-sizes", "2", "--iterations", "1",
+    second = run_folder(run_main("profile", "ncu", *TINY_NETWORK, "--batch-sizes", "2", "--iterations", "1",
                                  "--metrics", f"{WEIGHT}, {xu}", "--clock-control", "none",
                                  "--output", str(tmp_path / "out"), env=env))
     assert second == tmp_path / "out" / "profiled_data_ncu-1"
@@ -200,8 +202,8 @@ def test_ncu_on_volta_asks_for_the_fp16_pipe_and_drops_a_metric_its_query_does_n
     hmma = "sm__inst_executed_pipe_tensor_op_hmma" + SUFFIX
     # Some ncu versions leave the weights out of their listing: those are kept all the same.
     env = standin_env(tmp_path, gpu=V100, STANDIN_NCU_LACKS="sm__inst_executed_pipe_tensor_op_hmma,gpc__cycles_elapsed")
-    result = run_main("profile", "ncu", *TINY, "--batch-sizes", "2", "--iterations", "1", "--output", str(tmp_path),
-                      env=env)
+    result = run_main("profile", "ncu", *TINY_NETWORK, "--batch-sizes", "2", "--iterations", "1",
+                      "--output", str(tmp_path), env=env)
     run_dir = run_folder(result)
     assert f"ncu: Tesla V100-SXM2-16GB lacks {hmma}; profiling without" in result.stdout
     metrics = option(calls(tmp_path, "ncu")[-1], "--metrics").split(",")
@@ -229,7 +231,7 @@ def test_ncu_on_volta_asks_for_the_fp16_pipe_and_drops_a_metric_its_query_does_n
 def test_counter_permission_refusal_stops_the_sweep_with_both_fixes(tmp_path: Path, channel: str) -> None:
     # With --log-file ncu writes its ==ERROR== lines there, not to the worker's output.
     env = standin_env(tmp_path, STANDIN_NCU_MODE="nvgpuctrperm", STANDIN_NCU_ERROR_TO=channel)
-    result = run_main("profile", "ncu", *TINY, "--batch-sizes", "2,3", "--iterations", "1",
+    result = run_main("profile", "ncu", *TINY_NETWORK, "--batch-sizes", "2,3", "--iterations", "1",
                       "--output", str(tmp_path / "out"), env=env)
     assert_one_line_error(result, "ERR_NVGPUCTRPERM", "SYS_ADMIN", "NVreg_RestrictProfilingToAdminUsers")
     run_dir = tmp_path / "out" / "profiled_data_ncu"
@@ -282,7 +284,7 @@ def test_nvidia_smi_is_asked_about_the_first_visible_gpu(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_nvprof_on_volta_writes_a_profile_and_a_gpu_trace(tmp_path: Path) -> None:
     env = standin_env(tmp_path, gpu=V100)
-    run_dir = run_folder(run_main("profile", "nvprof", *TINY, "--batch-sizes", "2", "--start-iteration", "2",
+    run_dir = run_folder(run_main("profile", "nvprof", *TINY_NETWORK, "--batch-sizes", "2", "--start-iteration", "2",
                                   "--iterations", "2", "--output", str(tmp_path), env=env))
     assert run_dir == tmp_path / "profiled_data_nvprof"
     (argv,) = calls(tmp_path, "nvprof")
@@ -339,7 +341,7 @@ def test_timeout_ends_the_profiler_and_the_worker_it_runs(tmp_path: Path) -> Non
     from tests.test_throughput_e2e import _processes_running
 
     out = tmp_path / "out"
-    result = run_cli("profile", "ncu", *TINY, "--batch-sizes", "2", "--start-iteration", "1000000",
+    result = run_cli("profile", "ncu", *TINY_NETWORK, "--batch-sizes", "2", "--start-iteration", "1000000",
                      "--iterations", "1", "--timeout", "3", "--output", str(out), env=standin_env(tmp_path))
     assert result.returncode == 1, result.stdout + result.stderr
     (row,) = json.loads((out / "profiled_data_ncu" / "profile.json").read_text())["results"]

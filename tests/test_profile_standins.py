@@ -21,7 +21,9 @@ STANDINS = Path(__file__).resolve().parent / "standins"
 TOOLS = ("nvidia-smi", "ncu", "nsys", "nvprof")
 H100 = "NVIDIA H100 80GB HBM3, 9.0"
 V100 = "Tesla V100-SXM2-16GB, 7.0"
-TINY = ["--image-size", "32", "--num-classes", "10"]
+TINY = ["--image-size", "32", "--num-classes", "10"]  # ResNet-50 at 32 px: the scripts' runs
+# The runs whose point is the profiler's command line and what the CLI makes of its output, not the network.
+TINY_NETWORK = ["--workload", "transformer", "--size", "tiny"]
 SUFFIX = ".avg.pct_of_peak_sustained_elapsed"
 WEIGHT = "gpc__cycles_elapsed.max"
 CORE_METRICS = {  # the metric each core is read from on a Hopper profile
@@ -172,14 +174,25 @@ def test_ncu_script_on_hopper_profiles_the_window_and_summarises_each_batch(tmp_
     assert len(kernels) == 3 and float(kernels[0]["weight_share"]) == pytest.approx(60.0)
     assert (run_dir / "summary.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")  # the four cores by batch size
 
-    # A second run leaves the first alone and goes to the next free name.
+    # A second run leaves the first alone and goes to the next free name. It is the CLI's own (in this process),
+    # with --metrics and --clock-control: the metrics as given, asked for no query to filter them by.
     before = {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()}
-    second = run_folder(run_cli("profile", "ncu", *TINY, "--batch-sizes", "2", "--iterations", "1",
-                                "--output", str(tmp_path / "out"), env=env))
+    ncu_calls_before = len(calls(tmp_path, "ncu"))
+    xu = "sm__inst_executed_pipe_xu" + SUFFIX
+    second = run_folder(run_main("profile", "ncu", *TINY_NETWORK, "--batch-sizes", "2", "--iterations", "1",
+                                 "--metrics", f"{WEIGHT}, {xu}", "--clock-control", "none",
+                                 "--output", str(tmp_path / "out"), env=env))
     assert second == tmp_path / "out" / "profiled_data_ncu-1"
     assert {path.name: path.read_bytes() for path in run_dir.iterdir() if path.is_file()} == before
-    assert option(calls(tmp_path, "ncu")[-1], "--log-file") == str(second / "batch_2.csv")
-    assert [row["status"] for row in read_summary(second)] == ["ok"]
+    (argv,) = calls(tmp_path, "ncu")[ncu_calls_before:]  # no --query-metrics: nothing to filter by
+    assert option(argv, "--log-file") == str(second / "batch_2.csv")
+    assert option(argv, "--metrics") == f"{WEIGHT},{xu}"
+    assert option(argv, "--clock-control") == "none"
+    assert json.loads((second / "profile.json").read_text())["clock_control"] == "none"
+    (row,) = read_summary(second)
+    assert row["status"] == "ok"
+    assert (row["fma"], row["fp16"], row["tensor"]) == ("", "", "")  # not asked for: n/a, never 0
+    assert float(row["sfu"]) == pytest.approx(1.0) and row["sfu_metric"] == xu
     assert_window(second, 2, 1, 1)
 
 
@@ -189,8 +202,8 @@ def test_ncu_on_volta_asks_for_the_fp16_pipe_and_drops_a_metric_its_query_does_n
     hmma = "sm__inst_executed_pipe_tensor_op_hmma" + SUFFIX
     # Some ncu versions leave the weights out of their listing: those are kept all the same.
     env = standin_env(tmp_path, gpu=V100, STANDIN_NCU_LACKS="sm__inst_executed_pipe_tensor_op_hmma,gpc__cycles_elapsed")
-    result = run_cli("profile", "ncu", *TINY, "--batch-sizes", "2", "--iterations", "1", "--output", str(tmp_path),
-                     env=env)
+    result = run_main("profile", "ncu", *TINY_NETWORK, "--batch-sizes", "2", "--iterations", "1",
+                      "--output", str(tmp_path), env=env)
     run_dir = run_folder(result)
     assert f"ncu: Tesla V100-SXM2-16GB lacks {hmma}; profiling without" in result.stdout
     metrics = option(calls(tmp_path, "ncu")[-1], "--metrics").split(",")
@@ -210,21 +223,7 @@ def test_ncu_on_volta_asks_for_the_fp16_pipe_and_drops_a_metric_its_query_does_n
     assert float(row["fma"]) == pytest.approx(11.0)  # weighted by the cycles: 22 x 2/4
 
 
-@pytest.mark.slow
-def test_ncu_metrics_option_is_used_as_given(tmp_path: Path) -> None:
-    env = standin_env(tmp_path)
-    xu = "sm__inst_executed_pipe_xu" + SUFFIX
-    run_dir = run_folder(run_cli("profile", "ncu", *TINY, "--batch-sizes", "2", "--iterations", "1",
-                                 "--metrics", f"{WEIGHT}, {xu}", "--clock-control", "none",
-                                 "--output", str(tmp_path), env=env))
-    assert [argv for argv in calls(tmp_path, "ncu") if "--query-metrics" in argv] == []  # no query to filter by
-    assert option(calls(tmp_path, "ncu")[-1], "--metrics") == f"{WEIGHT},{xu}"
-    assert option(calls(tmp_path, "ncu")[-1], "--clock-control") == "none"
-    assert json.loads((run_dir / "profile.json").read_text())["clock_control"] == "none"
-    row = read_summary(run_dir)[0]
-    assert row["status"] == "ok"
-    assert (row["fma"], row["fp16"], row["tensor"]) == ("", "", "")  # not asked for: n/a, never 0
-    assert float(row["sfu"]) == pytest.approx(1.0) and row["sfu_metric"] == xu
+# --metrics and --clock-control used as given: the second run of the Hopper test above.
 
 
 @pytest.mark.slow
@@ -232,8 +231,8 @@ def test_ncu_metrics_option_is_used_as_given(tmp_path: Path) -> None:
 def test_counter_permission_refusal_stops_the_sweep_with_both_fixes(tmp_path: Path, channel: str) -> None:
     # With --log-file ncu writes its ==ERROR== lines there, not to the worker's output.
     env = standin_env(tmp_path, STANDIN_NCU_MODE="nvgpuctrperm", STANDIN_NCU_ERROR_TO=channel)
-    result = run_cli("profile", "ncu", *TINY, "--batch-sizes", "2,3", "--iterations", "1",
-                     "--output", str(tmp_path / "out"), env=env)
+    result = run_main("profile", "ncu", *TINY_NETWORK, "--batch-sizes", "2,3", "--iterations", "1",
+                      "--output", str(tmp_path / "out"), env=env)
     assert_one_line_error(result, "ERR_NVGPUCTRPERM", "SYS_ADMIN", "NVreg_RestrictProfilingToAdminUsers")
     run_dir = tmp_path / "out" / "profiled_data_ncu"
     results = json.loads((run_dir / "profile.json").read_text())["results"]
@@ -285,8 +284,8 @@ def test_nvidia_smi_is_asked_about_the_first_visible_gpu(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_nvprof_on_volta_writes_a_profile_and_a_gpu_trace(tmp_path: Path) -> None:
     env = standin_env(tmp_path, gpu=V100)
-    run_dir = run_folder(run_cli("profile", "nvprof", *TINY, "--batch-sizes", "2", "--start-iteration", "2",
-                                 "--iterations", "2", "--output", str(tmp_path), env=env))
+    run_dir = run_folder(run_main("profile", "nvprof", *TINY_NETWORK, "--batch-sizes", "2", "--start-iteration", "2",
+                                  "--iterations", "2", "--output", str(tmp_path), env=env))
     assert run_dir == tmp_path / "profiled_data_nvprof"
     (argv,) = calls(tmp_path, "nvprof")
     assert option(argv, "--profile-from-start") == "off"
@@ -342,7 +341,7 @@ def test_timeout_ends_the_profiler_and_the_worker_it_runs(tmp_path: Path) -> Non
     from tests.test_throughput_e2e import _processes_running
 
     out = tmp_path / "out"
-    result = run_cli("profile", "ncu", *TINY, "--batch-sizes", "2", "--start-iteration", "1000000",
+    result = run_cli("profile", "ncu", *TINY_NETWORK, "--batch-sizes", "2", "--start-iteration", "1000000",
                      "--iterations", "1", "--timeout", "3", "--output", str(out), env=standin_env(tmp_path))
     assert result.returncode == 1, result.stdout + result.stderr
     (row,) = json.loads((out / "profiled_data_ncu" / "profile.json").read_text())["results"]

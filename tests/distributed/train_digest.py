@@ -1,4 +1,4 @@
-"""Run under torchrun by tests/test_distributed.py: train a tiny ResNet-50 a few steps through the torch engine's
+"""Run under torchrun by tests/test_distributed.py: train the tiny Transformer a few steps through the torch engine's
 trainer (DDP, gloo) and write this rank's parameter digest before and after to ``digest_<rank>.json`` in the run
 folder (a file per rank: two ranks printing to one pipe can interleave their lines)."""
 
@@ -25,15 +25,15 @@ def digest(tensors: list[torch.Tensor]) -> str:
 
 
 def main(run_dir: str) -> None:
-    config = TrainConfig(model=ModelConfig(framework="torch", precision="fp32", image_size=32, num_classes=10,
+    config = TrainConfig(model=ModelConfig(framework="torch", precision="fp32", workload="transformer", size="tiny",
                                            device="cpu"),
                          epochs=1, batch_size=4, steps_per_epoch=3, eval_steps=1, synthetic_train_examples=16,
                          synthetic_eval_examples=4, output=run_dir)
     trainer = TorchEngine().make_trainer(config)
     before = digest(list(trainer.network.parameters()))
     train(config, trainer, Path(run_dir), lambda line: None)
-    # Batch norm's running statistics (buffers) are each rank's own until DDP's next forward broadcasts rank 0's:
-    # reported apart from the parameters, which DDP's averaged gradients keep identical.
+    # Buffers (batch norm's running statistics, in an image network) are each rank's own until DDP's next forward
+    # broadcasts rank 0's: reported apart from the parameters, which DDP's averaged gradients keep identical.
     rank = int(os.environ["RANK"])
     (Path(run_dir) / f"digest_{rank}.json").write_text(json.dumps(
         {"rank": rank, "world": torch.distributed.get_world_size(), "before": before,

@@ -14,7 +14,15 @@ import pytest
 
 from trainbench.bench.stats import summarize, summarize_windows
 from trainbench.bench.timing import Window
-from trainbench.report.console import COLUMNS, INPUT_COLUMNS, WINDOW_COLUMNS, aligned, format_fields, format_table
+from trainbench.report.console import (
+    COLUMNS,
+    INPUT_COLUMNS,
+    WINDOW_COLUMNS,
+    aligned,
+    format_fields,
+    format_table,
+    workload_title,
+)
 from trainbench.report.plot import batch_size_figure, plot_against_batch_size, plot_throughput
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -240,3 +248,11 @@ def test_a_value_the_profile_lacks_is_left_out(tmp_path: Path, missing: str | No
              for line in batch_size_figure(lines, "profile", "fraction").axes[0].get_lines()
              if not line.get_label().startswith("_")}
     assert drawn == {"GPU busy": ([1, 2], [0.5, 0.7]), "SM": ([1], [0.2])}
+    assert batch_size_figure(lines, "p", "f").axes[0].get_xlabel() == "batch size (images per step)"
+    assert batch_size_figure(lines, "p", "f", sample_unit="sequence").axes[0].get_xlabel() == \
+        "batch size (sequences per step)"  # a sequence workload's batch holds sequences
+
+
+def test_the_network_is_named_by_its_size() -> None:
+    assert workload_title("bert") == workload_title("bert", "full") == "BERT-base"
+    assert workload_title("bert", "tiny") == "tiny BERT-base" and workload_title(None) == "ResNet-50"

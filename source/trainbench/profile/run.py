@@ -143,9 +143,11 @@ def plot_profile(profiler: Profiler, store: ProfileRun, window: ProfileConfig) -
     if not profiler.plot_fields:
         return
     header = store.header
-    title = (f"{workload_title(header.get('workload'))} {header['framework']} {header['precision']}, {window.tool}, "
+    network = workload_title(header.get('workload'), header.get('size'))
+    title = (f"{network} {header['framework']} {header['precision']}, {window.tool}, "
              "iterations "
              f"{window.start_iteration}..{window.stop_iteration - 1}")
     rows = store.rows()
     lines = {label: (rows, field) for label, field in profiler.plot_fields}
-    plot_against_batch_size(lines, store.path / PROFILE_PLOT, title, profiler.plot_ylabel)
+    plot_against_batch_size(lines, store.path / PROFILE_PLOT, title, profiler.plot_ylabel,
+                            str(header.get("sample_unit") or "image"))

@@ -23,12 +23,13 @@ LABEL_LENGTH = 64  # characters of a line's label in the legend: a long folder n
 
 
 def batch_size_figure(lines: Mapping[str, tuple[Results, str]], title: str, ylabel: str,
-                      spread: tuple[str, str] | None = None, width: float = 7.0) -> Figure:
+                      spread: tuple[str, str] | None = None, width: float = 7.0, sample_unit: str = "image") -> Figure:
     """One line per label, from each result's ``field`` (label -> (results, field)); failed and invalid batch
     sizes are marked on the x axis so a gap is never silent, and a value the profile lacks (None) is left out,
     never drawn as 0. ``spread``: the (low, high) fields drawn as an error bar around each point (the windows' min
     and max). The legend stands beside the axes, never over them; past ``MAX_LINES`` labels only the first
-    ``MAX_LINES`` are drawn and the legend's title says so (``drawn_lines``)."""
+    ``MAX_LINES`` are drawn and the legend's title says so (``drawn_lines``). ``sample_unit``: what a batch holds
+    ("sequence": "batch size (sequences per step)")."""
     # A Figure of its own, not pyplot's global state: files only (no display on servers), and safe when sweeps
     # in threads (variability --parallel) draw at the same time. The constrained layout makes room for the legend.
     from matplotlib.figure import Figure
@@ -60,7 +61,7 @@ def batch_size_figure(lines: Mapping[str, tuple[Results, str]], title: str, ylab
         more = f"first {len(drawn)} of {len(lines)} drawn" if len(lines) > len(drawn) else None
         axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, title=more, title_fontsize=8)
     axes.set_ylim(bottom=0)
-    axes.set_xlabel("batch size (images per step)")
+    axes.set_xlabel(f"batch size ({sample_unit}s per step)")
     axes.set_ylabel(ylabel)
     axes.set_title(textwrap.fill(title, 80))  # a long title wraps instead of running off the figure's edges
     axes.grid(True, alpha=0.3)
@@ -103,12 +104,13 @@ def _error_bars(axes: Any, drawn: Results, x: list[int], y: list[float], spread:
                       fmt="none", ecolor=color, capsize=3, linewidth=1)
 
 
-def plot_against_batch_size(lines: Mapping[str, tuple[Results, str]], path: Path, title: str, ylabel: str) -> None:
+def plot_against_batch_size(lines: Mapping[str, tuple[Results, str]], path: Path, title: str, ylabel: str,
+                            sample_unit: str = "image") -> None:
     """``batch_size_figure`` written to ``path``."""
-    batch_size_figure(lines, title, ylabel).savefig(path)
+    batch_size_figure(lines, title, ylabel, sample_unit=sample_unit).savefig(path)
 
 
 def plot_throughput(series: Mapping[str, Results], path: Path, title: str, sample_unit: str = "image") -> None:
     """samples/s (in the workload's ``sample_unit``: images/s) against batch size, one line per labelled sweep."""
     lines = {label: (results, "samples_per_sec") for label, results in series.items()}
-    plot_against_batch_size(lines, path, title, f"{sample_unit}s/s ({sample_unit}s / timed window)")
+    plot_against_batch_size(lines, path, title, f"{sample_unit}s/s ({sample_unit}s / timed window)", sample_unit)

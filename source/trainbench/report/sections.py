@@ -235,11 +235,13 @@ def shape_of(run: RunRecord) -> str:
     return f"seq_len {seq_len}" if seq_len else ""
 
 
-def by_workload_and_shape(runs: Sequence[RunRecord]) -> dict[tuple[str, str], list[RunRecord]]:
-    """The runs grouped by workload and sample shape (``shape_of``), in the order first seen: a figure each."""
-    groups: dict[tuple[str, str], list[RunRecord]] = {}
+def by_workload_and_shape(runs: Sequence[RunRecord]) -> dict[tuple[str, str | None, str], list[RunRecord]]:
+    """The runs grouped by workload, size and sample shape (``shape_of``), in the order first seen: a figure each
+    (a tiny network's rate is no point on the full one's line)."""
+    groups: dict[tuple[str, str | None, str], list[RunRecord]] = {}
     for run in runs:
-        groups.setdefault((RunHeader.read(run.header).workload, shape_of(run)), []).append(run)
+        header = RunHeader.read(run.header)
+        groups.setdefault((header.workload, header.size, shape_of(run)), []).append(run)
     return groups
 
 
@@ -257,15 +259,16 @@ def throughput_figure(runs: Sequence[RunRecord]) -> str:
     own unit, and a 64 px image is not a 224 px one. The point is the overall rate (the table's first rate); the
     bars, drawn only where windows were repeated, run from the slowest to the fastest window."""
     parts = []
-    for (workload, shape), group in by_workload_and_shape(runs).items():
-        unit = per_second(RunHeader.read(group[0].header).sample_unit)
+    for (workload, size, shape), group in by_workload_and_shape(runs).items():
+        sample_unit = RunHeader.read(group[0].header).sample_unit
+        unit = per_second(sample_unit)
         lines = {label: (run.rows, "samples_per_sec") for label, run in zip(unique_labels(group), group, strict=True)}
         bars = any(_has_windows(run.rows) for run in group)
         statistic = THROUGHPUT_STATISTIC.format(unit=unit) + ("; bars: slowest to fastest window" if bars else "")
-        title = f"{workload_title(workload)}{f', {shape}' if shape else ''}: {statistic}"
+        title = f"{workload_title(workload, size)}{f', {shape}' if shape else ''}: {statistic}"
         picture = figure_image(partial(batch_size_figure, lines, title, f"overall {unit}",
                                        spread=("samples_per_sec_min", "samples_per_sec_max") if bars else None,
-                                       width=FIGURE_WIDTH),
+                                       width=FIGURE_WIDTH, sample_unit=sample_unit),
                                f"{unit} against batch size{f' ({shape})' if shape else ''}")
         parts.append(capped_note(len(lines), "runs", "its table below") + picture)
     return "".join(parts)
@@ -513,7 +516,8 @@ def _campaign_workload_part(campaign: Campaign, workload: tuple[str, str, str],
     parts += [capped_note(len(lines), "configurations", "the table above"), figure_image(
         partial(batch_size_figure, lines, f"campaign {campaign.path.name}: {title}: {statistic}",
                 f"median {unit} over repetitions",
-                spread=("samples_per_sec_min", "samples_per_sec_max") if bars else None, width=FIGURE_WIDTH),
+                spread=("samples_per_sec_min", "samples_per_sec_max") if bars else None, width=FIGURE_WIDTH,
+                sample_unit=sample_unit),
         f"campaign {unit} against batch size{f' ({shape})' if shape else ''}")]
     return "".join(parts)
 

@@ -169,8 +169,10 @@ class ModelConfig:
         for name in PARAM_FIELDS:
             value = getattr(self, name)
             if value is not None and name in workload.params:
-                bounds = workload.params[name]
-                check(PARAM_NAMES[name], int_problem(value, bounds.minimum, bounds.maximum))
+                minimum, maximum = workload.bounds(name, self.size)
+                own = maximum < workload.params[name].maximum  # this size's own bound: say which size
+                check(f"{PARAM_NAMES[name]} of --size {self.size} {self.workload}" if own else PARAM_NAMES[name],
+                      int_problem(value, minimum, maximum))
         check("seed", int_problem(self.seed, 0, MAX_SEED))
         refuse(problems(self))
 

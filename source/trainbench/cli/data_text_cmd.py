@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from trainbench import workloads
 from trainbench.cli.data_common import add_workers, reasons, say, workers
 from trainbench.cli.options import path_text, whole_number
 
@@ -131,6 +132,11 @@ def run_text(args: argparse.Namespace) -> int:
 
     if args.max_predictions and args.workload != "bert":
         raise UsageError("--max-predictions is for --workload bert (gpt2 masks nothing)")
+    if args.seq_len is not None:
+        low, high = workloads.get(args.workload).bounds("seq_len")
+        if not low <= args.seq_len <= high:  # records no run of the workload could read
+            raise UsageError(f"--seq-len {args.seq_len}: --workload {args.workload} reads sequences of {low} to "
+                             f"{high} tokens (its positions)")
     options = _options(args, args.workload, tuple(Path(path) for path in args.inputs), seq_len=args.seq_len,
                        max_predictions=args.max_predictions, one_per_file=args.one_document_per_file)
     return _report(convert_text(options))

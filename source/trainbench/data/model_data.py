@@ -76,12 +76,21 @@ def _sequence_length(model: ModelConfig, data: str, kind: str, settings: dict[st
     given. Translation records are sentences of up to ``max_length`` tokens, padded to --seq-len (default: that
     maximum); a shorter --seq-len leaves the longer pairs out, as the reference's length filter does."""
     if kind == "translation":
-        return model if model.seq_len is not None else dataclasses.replace(model, seq_len=settings["max_length"])
+        return model if model.seq_len is not None else _with_length(model, data, settings["max_length"])
     length = settings["seq_len"]
     if model.seq_len is not None and model.seq_len != length:
         raise UsageError(f"--seq-len {model.seq_len} disagrees with --data {data}, whose sequences have {length} "
                          f"tokens: drop --seq-len, or convert with --seq-len {model.seq_len}")
-    return dataclasses.replace(model, seq_len=length)
+    return _with_length(model, data, length)
+
+
+def _with_length(model: ModelConfig, data: str, length: int) -> ModelConfig:
+    """The model at the records' length, refused in one line naming the folder when this size cannot take it (tiny
+    BERT and GPT-2 have 64 positions)."""
+    try:
+        return dataclasses.replace(model, seq_len=length)
+    except UsageError as error:
+        raise UsageError(f"--data {data} holds sequences of {length} tokens: {error}") from None
 
 
 def _coco_classes(model: ModelConfig, data: str, largest_id: int) -> ModelConfig:

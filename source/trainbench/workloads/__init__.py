@@ -73,6 +73,15 @@ class Workload:
         """A param's default at a size: the size's own, else the param's (the published value)."""
         return self.sizes[size].defaults.get(name, self.params[name].default)
 
+    def bounds(self, name: str, size: str = "full") -> tuple[int, int]:
+        """A param's (minimum, maximum) at a size: the param's own, and a sequence no longer than the network's
+        positions (tiny BERT and GPT-2 have 64: a longer one would index past them, a device assert on CUDA)."""
+        param = self.params[name]
+        positions = self.sizes[size].dims.get("positions") if size in self.sizes else None
+        if name == self.tokens_param and positions is not None:
+            return param.minimum, min(param.maximum, positions)
+        return param.minimum, param.maximum
+
     def dims(self, size: str) -> Mapping[str, int]:
         return self.sizes[size].dims
 

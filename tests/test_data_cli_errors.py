@@ -94,3 +94,17 @@ def test_synth_refuses_a_dangling_link_where_train_goes(tmp_path: Path) -> None:
     (tmp_path / "train").symlink_to(tmp_path / "gone")
     result = run_main("data", "synth", "--output", str(tmp_path), "--classes", "1", "--train-per-class", "1")
     assert_one_line_error(result, str(tmp_path / "train"), "already exists")
+
+
+def test_an_output_inside_an_input_folder_is_refused_up_front(data: Path, tmp_path: Path) -> None:
+    """Its shards would become the next run's input: refused before anything is read or written. The default
+    <data dir>/TFRecords is beside train/ and val/, which are all that is read: it stays allowed."""
+    inside = data / "train" / "n00000000" / "records"
+    assert_one_line_error(run_main("data", "convert", str(data), "--output", str(inside)),
+                          f"--output {inside} is inside the input folder {data / 'train'}")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("One sentence. Another one.\n\nA second document here.\n")
+    assert_one_line_error(run_main("data", "text", str(corpus), "--workload", "gpt2", "--output", str(corpus)),
+                          f"--output {corpus} is inside the input folder {corpus}")
+    assert not inside.exists() and sorted(path.name for path in corpus.iterdir()) == ["a.txt"]

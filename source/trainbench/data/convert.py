@@ -22,8 +22,8 @@ from typing import TextIO
 
 from trainbench.data.bboxes import Box, read_boxes
 from trainbench.data.imagefiles import SIGNATURE_BYTES, PreparedImage, SkipImage, check_signature, prepare_image
-from trainbench.data.imagenet_tree import ImageTree, Source, scan_tree
-from trainbench.data.outputs import exclusive_folder, printable
+from trainbench.data.imagenet_tree import TRAIN, VAL, ImageTree, Source, scan_tree
+from trainbench.data.outputs import exclusive_folder, outside_inputs, printable
 from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
 from trainbench.data.shards import MANIFEST, MANIFEST_FORMAT, Manifest, ShardResult, ShardTask, fingerprint, plan_shards
@@ -75,6 +75,8 @@ class ConvertSummary:
 def convert(options: ConvertOptions, stream: TextIO | None = None) -> ConvertSummary:
     """Convert (or finish converting) the tree; UsageError for bad input, before any shard is written."""
     start = time.perf_counter()
+    # The default output is <data dir>/TFRecords: only train/ and val/ are read, so only they must not hold it.
+    outside_inputs(options.output_dir, (options.data_dir / TRAIN, options.data_dir / VAL))
     tree = scan_tree(options.data_dir)
     texts = read_synset_names(options.synset_names, tree.synsets)
     tasks = plan_shards(tree, options.train_shards, options.validation_shards, options.seed)

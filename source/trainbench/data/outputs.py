@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from trainbench.errors import UsageError, os_reason
@@ -24,6 +24,18 @@ LOCK_FILE = ".trainbench.lock"
 def printable(text: str) -> str:
     """``text`` with the bytes of a non-UTF-8 file name as ``\\xNN`` (the name itself where it is UTF-8)."""
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def outside_inputs(output: Path, inputs: Iterable[Path]) -> None:
+    """UsageError when the output folder is an input folder or inside one that is scanned for input (text folders,
+    ImageNet's train/ and val/; COCO reads only the images its annotations name): its shards would be read as
+    input by the next run (and that run refused), so it is refused before anything is read or written."""
+    resolved = output.resolve()
+    for source in inputs:
+        folder = source.resolve()
+        if folder.is_dir() and (resolved == folder or folder in resolved.parents):
+            raise UsageError(f"--output {printable(str(output))} is inside the input folder "
+                             f"{printable(str(source))}: its shards would become input; choose an --output outside it")
 
 
 @contextlib.contextmanager

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from trainbench.data.convert import SKIPPED_CSV, output_folder, remove_temporaries, write_skipped
-from trainbench.data.outputs import exclusive_folder
+from trainbench.data.outputs import exclusive_folder, outside_inputs
 from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
 from trainbench.data.record_schemas import GPT2_END_OF_TEXT
@@ -107,6 +107,7 @@ def settings_of(options: TextOptions, vocabulary: Vocabulary) -> dict[str, int]:
 def convert_text(options: TextOptions, stream: TextIO | None = None) -> TextSummary:
     """Convert (or finish converting) the corpus; UsageError for bad input, before any shard is written."""
     start = time.perf_counter()
+    outside_inputs(options.output, options.inputs)
     items, skipped, digest, texts = _read(options)
     vocabulary = load(options.kind, options.vocab) if options.vocab else \
         train(options.kind, texts, options.vocab_size or DEFAULT_VOCAB_SIZE[options.kind])

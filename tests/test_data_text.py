@@ -23,6 +23,7 @@ from trainbench.data.text_corpus import read_corpus, sentences
 from trainbench.data.text_records import BertIds, Instance, bert_instances
 from trainbench.data.text_synth import synth_text
 from trainbench.data.tfrecord_reader import parse_example, read_records
+from trainbench.data.tfrecord_writer import write_shard
 from trainbench.data.vocab import from_files
 
 SEQ_LEN, MASKED = 32, 5  # the tiny BERT's sequence; workloads.bert.masked_count(32)
@@ -178,6 +179,25 @@ def test_input_wrong_as_a_whole_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "tgt").write_text("eins\n")
     assert_one_line_error(run_main("data", "translate", str(tmp_path / "src"), str(tmp_path / "tgt"), "--output",
                                    str(tmp_path / "out")), "has 2 lines", "1", "one target line per source line")
+
+
+def test_a_translation_that_keeps_no_pair_is_refused_and_leaves_no_empty_shards(tmp_path: Path) -> None:
+    """Every pair longer than --max-length: one line (exit 2) saying so, no shards or manifest that `data verify`
+    could call ok; the vocabulary stays for --vocab. Empty shards left by an older trainbench fail `data verify`."""
+    words = " ".join(f"word{index}" for index in range(40))
+    (tmp_path / "src").write_text("".join(f"{words} {line}\n" for line in range(6)))
+    (tmp_path / "tgt").write_text("".join(f"{words} {line}\n" for line in range(6)))
+    out = tmp_path / "out"
+    refused = run_main("data", "translate", str(tmp_path / "src"), str(tmp_path / "tgt"), "--output", str(out),
+                       "--max-length", "8", "--shards", "2", "--vocab-size", "300", "--workers", "1")
+    assert_one_line_error(refused, f"{tmp_path / 'src'}: none of its 6 sentence pairs made a record",
+                          "all 6 were longer than --max-length 8", f"no shards kept in {out}")
+    assert not shard_files(out) and not (out / "manifest.json").exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    write_shard(empty / "train-00000-of-00001", [])
+    verified = run_main("data", "verify", str(empty))
+    assert verified.returncode != 0 and f"{empty}: its 1 shards hold no record" in verified.stdout + verified.stderr
 
 
 def test_masking_is_15_percent_80_10_10_and_follows_the_seed() -> None:

@@ -29,7 +29,16 @@ from trainbench.data.outputs import exclusive_folder, outside_inputs
 from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
 from trainbench.data.record_schemas import GPT2_END_OF_TEXT
-from trainbench.data.shards import KIND_MANIFEST_FORMAT, TRAIN, Manifest, ShardResult, ShardTask, plan_split
+from trainbench.data.shards import (
+    KIND_MANIFEST_FORMAT,
+    MANIFEST,
+    TRAIN,
+    Manifest,
+    ShardResult,
+    ShardTask,
+    plan_split,
+    shard_name,
+)
 from trainbench.data.text_corpus import Document, SentencePair, read_corpus, read_parallel, sentences
 from trainbench.data.text_records import (
     BertIds,
@@ -131,12 +140,28 @@ def convert_text(options: TextOptions, stream: TextIO | None = None) -> TextSumm
             _remove_temporaries(output, vocabulary)
         write_skipped(output / SKIPPED_CSV, skipped)
     entries = [manifest.shards[task.name] for task in tasks]
+    if not any(entry["records"] for entry in entries):
+        _refuse_empty(options, output, len(items), sum(entry["filtered"] for entry in entries), len(tasks))
     done = [manifest.shards[task.name] for task in todo]
     return TextSummary(
         output=output, kind=options.kind, shards=len(tasks), resumed=len(tasks) - len(todo), redone=manifest.redone,
         records=sum(entry["records"] for entry in entries), documents=sum(entry["documents"] for entry in done),
         tokens=sum(entry["tokens"] for entry in done), filtered=sum(entry["filtered"] for entry in entries),
         skipped=len(skipped), vocab_size=vocabulary.size, seconds=time.perf_counter() - start)
+
+
+def _refuse_empty(options: TextOptions, output: Path, items: int, dropped: int, shards: int) -> None:
+    """A conversion that kept nothing: its empty shards and manifest removed (no run could fill a batch from them,
+    and `data verify` would have nothing to check), the vocabulary kept for --vocab, and one line saying why."""
+    with exclusive_folder(output, "conversion"):
+        for name in [*(shard_name(TRAIN, index, shards) for index in range(shards)), MANIFEST]:
+            (output / name).unlink(missing_ok=True)
+    what = "sentence pairs" if options.kind == "translation" else "documents"
+    why = (f"all {dropped:,} were longer than --max-length {options.max_length} tokens or had an "
+           "empty side: raise --max-length" if options.kind == "translation" else
+           "none was long enough to make a record")
+    raise UsageError(f"{options.inputs[0]}: none of its {items:,} {what} made a record ({why}); no shards kept in "
+                     f"{output}")
 
 
 def _read(options: TextOptions) -> tuple[list[Any], list[tuple[str, str]], str, Iterator[str]]:

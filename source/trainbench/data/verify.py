@@ -92,6 +92,8 @@ def verify(folder: Path, workers: int | None = None, decode: bool = True, stream
         if problem:
             report.problems.append(problem)
     report.problems += _label_problems(folder, checks, synsets)
+    if not any(report.records.values()):  # shards of nothing: no run can fill a batch from them
+        report.problems.append(f"{folder}: its {len(files)} shards hold no record")
     report.num_classes = len(synsets) if synsets else len({s for c in checks for s in c.synset_labels})
     return report
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import assert_one_line_error, run_cli, run_main
-from trainbench.data import text_convert
+from trainbench.data import text_convert, text_records
 from trainbench.data.record_schemas import EOS_ID, GPT2_END_OF_TEXT
 from trainbench.data.shards import shard_files
 from trainbench.data.text_convert import TextOptions, convert_text
@@ -220,3 +220,26 @@ def test_masking_is_15_percent_80_10_10_and_follows_the_seed() -> None:
     assert 0.77 < masked < 0.83 and 0.08 < kept < 0.12  # the rest (about 10 %) a random word
     # half the pairs, and more: a chunk of one sentence (often the sentences a random B left unused) always is
     assert 0.45 < sum(i.random_next for i in first) / len(first) < 0.7
+
+
+def _truncated_one_at_a_time(a: list[int], b: list[int], most: int, rng: random.Random) -> None:
+    """create_pretraining_data.py's truncate_seq_pair, as written there (quadratic on a huge sentence)."""
+    while len(a) + len(b) > most:
+        longer = a if len(a) > len(b) else b
+        if rng.random() < 0.5:
+            del longer[0]
+        else:
+            longer.pop()
+
+
+def test_truncation_cuts_once_what_the_reference_drops_one_at_a_time() -> None:
+    """The same tokens kept, from the same random draws, as BERT's reference (a 10 MB line with no sentence end
+    converts in seconds: each token deleted from a list's front made it run for many minutes)."""
+    draw = random.Random(7)
+    for _ in range(500):
+        a, b = list(range(draw.randint(0, 80))), list(range(1000, 1000 + draw.randint(0, 80)))
+        most, seed = draw.randint(1, 100), draw.random()
+        expected_a, expected_b = a[:], b[:]
+        _truncated_one_at_a_time(expected_a, expected_b, most, random.Random(seed))
+        text_records._truncate_pair(a, b, most, random.Random(seed))
+        assert (a, b) == (expected_a, expected_b)

@@ -80,13 +80,20 @@ def measure_input(bench: InputBench) -> dict[str, Any]:
     record = record_format(source) if source.kind == TFRECORDS else None
     seq_len = bench.seq_len or (record.settings.get("seq_len", record.settings.get("max_length")) if record else None)
     batches = _batches(bench, source, "imagenet" if record is None else record.kind, seq_len)
+    taken = 0
     try:
         for _ in range(bench.warmup):
             next(batches)
+            taken += 1
         start = time.perf_counter()
         for _ in range(bench.steps):
             next(batches)
+            taken += 1
         seconds = time.perf_counter() - start
+    except StopIteration:  # an endless pipeline that ended made no batch on a pass: say why, not a traceback
+        raise UsageError(f"--data {bench.data}: the input pipeline ended after {taken} of "
+                         f"{bench.warmup + bench.steps} batches of {bench.batch_size}: every record left out (e.g. "
+                         "each translation pair longer than --seq-len), or fewer records than a batch") from None
     finally:
         batches.close()  # stops DataLoader workers now, not when garbage is collected during training
     samples = bench.batch_size * bench.steps

@@ -150,10 +150,15 @@ def evaluation_dataset(
 
 @contextlib.contextmanager
 def naming_corrupt_shard(files: Sequence[Path]) -> Iterator[None]:
-    """TensorFlow reports a corrupt or truncated record without its file: find the file and say it."""
+    """TensorFlow reports a corrupt or truncated record without its file: find the file and say it. An endless
+    pipeline that ends made no batch at all (every record left out, or fewer than a batch): say that, naming the
+    folder, rather than TensorFlow's "End of sequence"."""
+    folder = Path(files[0]).parent if files else "?"
     try:
         yield
     except tf.errors.DataLossError as error:
         found = find_corruption(files)
-        folder = Path(files[0]).parent if files else "?"
         raise found or DataError(f"corrupt TFRecord data in {folder}: {error.message}") from None
+    except (tf.errors.OutOfRangeError, StopIteration):  # in a compiled step, or in the distributed iterator
+        raise DataError(f"{folder}: no training batch could be formed from its records (every record left out, "
+                        "e.g. each translation pair longer than --seq-len, or fewer records than a batch)") from None

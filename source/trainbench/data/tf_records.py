@@ -134,15 +134,28 @@ def _check(fmt: RecordFormat, folder: Path, seq_len: int | None, image_size: int
                              f"{largest + 1} or more (class 0 is the background)")
 
 
+def _translation_length(fmt: RecordFormat, seq_len: int | None) -> int:
+    length = fmt.settings.get("max_length", 0) if seq_len is None else seq_len
+    if not length:
+        raise ValueError("translation records need the run's seq_len")
+    return int(length)
+
+
+def _kept(examples: tf.data.Dataset, fmt: RecordFormat, seq_len: int | None) -> tf.data.Dataset:
+    """The examples a batch may hold: translation pairs with both sides within the run's length (the legacy
+    Transformer's _filter_max_length); every example of the other kinds."""
+    if fmt.kind != "translation":
+        return examples
+    length = _translation_length(fmt, seq_len)
+    return examples.filter(lambda pair: tf.logical_and(tf.size(pair["inputs"]) <= length,
+                                                      tf.size(pair["targets"]) <= length))
+
+
 def _batched(examples: tf.data.Dataset, fmt: RecordFormat, batch_size: int, seq_len: int | None) -> tf.data.Dataset:
     if fmt.kind == "translation":
-        length = fmt.settings.get("max_length", 0) if seq_len is None else seq_len
-        if not length:
-            raise ValueError("translation records need the run's seq_len")
-        fits = examples.filter(lambda pair: tf.logical_and(tf.size(pair["inputs"]) <= length,
-                                                          tf.size(pair["targets"]) <= length))
-        return fits.padded_batch(batch_size, {"inputs": [length], "targets": [length]},
-                                 padding_values=PAD_ID, drop_remainder=True)
+        length = _translation_length(fmt, seq_len)
+        return examples.padded_batch(batch_size, {"inputs": [length], "targets": [length]},
+                                     padding_values=PAD_ID, drop_remainder=True)
     if fmt.kind == "coco":
         return examples.padded_batch(batch_size, padding_values={
             "image": 0.0, "boxes": 0.0, "classes": PADDING_CLASS}, drop_remainder=True)
@@ -173,9 +186,11 @@ def training_dataset(files: Sequence[Path], fmt: RecordFormat, batch_size: int, 
         def example(serialized: tf.Tensor) -> Features:
             return _int32(parse(serialized))
 
-    records = _records(files, seed).shuffle(SHUFFLE_BUFFER, seed=seed, reshuffle_each_iteration=True).repeat()
-    examples = records.map(example, num_parallel_calls=AUTOTUNE, deterministic=False)
-    return _finish(_batched(examples, fmt, batch_size, seq_len), threads)
+    records = _records(files, seed).shuffle(SHUFFLE_BUFFER, seed=seed, reshuffle_each_iteration=True)
+    examples = _kept(records.map(example, num_parallel_calls=AUTOTUNE, deterministic=False), fmt, seq_len)
+    # Repeated after the filter: tf.data ends the repetition of a pass that yields nothing (every pair longer than
+    # --seq-len), where repeating the records before filtering them would spin forever without a batch.
+    return _finish(_batched(examples.repeat(), fmt, batch_size, seq_len), threads)
 
 
 def mapped(dataset: tf.data.Dataset, function: Callable[[Features], Any]) -> tf.data.Dataset:

@@ -135,11 +135,13 @@ class ShardedRecords(IterableDataset):
             records = self._records(order)
             if self._shuffle:
                 records = _shuffled(records, max(1, SHUFFLE_BUFFER // workers), rng)
+            made = False
             for path, index, payload in records:
                 example = self._example(payload, f"{path} record {index}", rng)
                 if example is not None:
+                    made = True
                     yield example
-            if not self._repeat:
+            if not self._repeat or not made:  # a pass that made no example makes none the next: end, never spin
                 return
 
 
@@ -254,7 +256,10 @@ def loader_batches(loader: DataLoader, endless: bool = False) -> Iterator[Any]:
         if not endless:
             return
         if empty:  # else the loop would spin forever
-            raise DataError(f"no training batch of {loader.batch_size} images could be formed from the data")
+            files = getattr(loader.dataset, "_files", None)
+            where = f"{Path(files[0]).parent}: " if files else ""
+            raise DataError(f"{where}no training batch of {loader.batch_size} samples could be formed from the data "
+                            "(every record left out, or fewer records than a batch)")
 
 
 def batches(loader: DataLoader, device: str = "cpu", channels_last: bool = False,

@@ -263,3 +263,10 @@ def test_the_help_of_a_command_that_runs_any_workload_speaks_of_samples(argv: li
     assert "ResNet-50" not in text.replace("suite's ResNet-50 recipe", "")
     if "--windows N" in text:
         assert "samples/s (in the workload's unit) median, min and max" in text
+
+
+def test_input_bench_refuses_an_image_size_for_a_workload_without_images(tmp_path: Path) -> None:
+    """As throughput and train refuse it: the option is not silently ignored."""
+    folder = write_records(tmp_path / "bert", "bert", records=2, shards=1)
+    assert_one_line_error(run_main("input-bench", str(folder), "--workload", "bert", "--image-size", "64"),
+                          "--image-size does not apply to --workload bert (its settings: seq_len)")

@@ -61,9 +61,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=whole_number(0, MAX_WORKERS), default=field_default(InputBench, "workers"),
                         metavar="N",
                         help="torch: DataLoader worker processes; tf: tf.data threads (default: all cores)")
-    parser.add_argument("--image-size", type=whole_number(MIN_IMAGE_SIZE, MAX_IMAGE_SIZE), default=image_size,
-                        metavar="PX",
-                        help=f"square output size (default {image_size})")
+    parser.add_argument("--image-size", type=whole_number(MIN_IMAGE_SIZE, MAX_IMAGE_SIZE), metavar="PX",
+                        help=f"square output size of image workloads (default {image_size}); refused for the others, "
+                             "as throughput and train refuse it")
     parser.add_argument("--seed", type=SEED, default=field_default(InputBench, "seed"))
     add_loader_option(parser)
     parser.set_defaults(run=run)
@@ -73,7 +73,7 @@ def workload_problem(args: argparse.Namespace) -> ModelConfig:
     """The workload's refusals, in one line, before the folder is looked at: one without an input pipeline (it runs
     on synthetic data only), a framework it lacks, a shape setting it does not have. Returns its model."""
     model = model_config_from({"framework": args.framework, "workload": args.workload, "size": args.size,
-                               "seq_len": args.seq_len, "device": "cpu"})
+                               "seq_len": args.seq_len, "image_size": args.image_size, "device": "cpu"})
     refuse([problem for problem in workload_problems(model, args.data) if problem])
     return model
 
@@ -82,7 +82,8 @@ def bench_from_args(args: argparse.Namespace) -> InputBench:
     """InputBench checks the settings, then the folder is looked at: a wrong framework is named before the folder,
     then a folder the workload cannot read (``with_data``: its record kind, vocabulary, sequence length)."""
     model = workload_problem(args)
-    bench = InputBench(args.framework, args.data, args.batch_size, args.image_size, args.warmup, args.steps,
+    image_size = field_default(InputBench, "image_size") if args.image_size is None else args.image_size
+    bench = InputBench(args.framework, args.data, args.batch_size, image_size, args.warmup, args.steps,
                        args.workers, args.seed, args.loader, model.workload, args.seq_len)
     bench = dataclasses.replace(bench, data=str(existing_data_dir(bench.data)))
     if model.workload == "resnet50":  # ImageNet's pipeline reads images of any folder; it has no other setting

@@ -270,3 +270,15 @@ def test_input_bench_refuses_an_image_size_for_a_workload_without_images(tmp_pat
     folder = write_records(tmp_path / "bert", "bert", records=2, shards=1)
     assert_one_line_error(run_main("input-bench", str(folder), "--workload", "bert", "--image-size", "64"),
                           "--image-size does not apply to --workload bert (its settings: seq_len)")
+
+
+def test_records_without_their_manifest_are_named_so_not_called_imagenet(tmp_path: Path) -> None:
+    folder = write_records(tmp_path / "bert", "bert", records=2, shards=1)
+    (folder / "manifest.json").unlink()
+    assert_one_line_error(run_main("throughput", "--workload", "bert", "--size", "tiny", "--data", str(folder),
+                                   "--device", "cpu", "--output", str(tmp_path / "out")),
+                          f"--data {folder} holds TFRecords without a manifest.json (read as ImageNet records")
+    assert_one_line_error(run_main("throughput", "--workload", "resnet50", "--size", "tiny", "--data", str(folder),
+                                   "--device", "cpu", "--output", str(tmp_path / "out")),
+                          f"--data {folder}: its records name 0 ImageNet classes, and a classifier needs 2 or more")
+    assert not (tmp_path / "out").exists()

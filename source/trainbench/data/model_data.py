@@ -14,7 +14,8 @@ from pathlib import Path
 from trainbench.config import ModelConfig
 from trainbench.data.record_decode import settings_problem
 from trainbench.data.record_schemas import WORKLOAD_KINDS
-from trainbench.data.source import DataSource, num_classes, open_source, record_format, tfrecords_only
+from trainbench.data.shards import MANIFEST
+from trainbench.data.source import TFRECORDS, DataSource, num_classes, open_source, record_format, tfrecords_only
 from trainbench.errors import UsageError
 
 # The command making each record kind, for the message refusing a folder of another kind.
@@ -50,12 +51,16 @@ def _fitted(model: ModelConfig, data: str, source: DataSource) -> ModelConfig:
     found = record_format(source)
     expected = WORKLOAD_KINDS[model.workload]
     if found.kind != expected:
-        raise UsageError(f"--data {data} holds {found.kind} records; --workload {model.workload} reads {expected} "
-                         f"records (make them with 'trainbench {_CONVERTERS[expected]}')")
+        raise UsageError(f"--data {data} holds {_held(source, found.kind)}; --workload {model.workload} reads "
+                         f"{expected} records (make them with 'trainbench {_CONVERTERS[expected]}')")
     if problem := settings_problem(found.kind, found.settings):
         raise UsageError(f"--data {data}: {problem}")
     if found.kind == "imagenet":
         given = model.num_classes
+        if given is None and (classes := _classes(source.folder)) < 2:
+            raise UsageError(f"--data {data}: its records name {classes} ImageNet class"
+                             f"{'' if classes == 1 else 'es'}, and a classifier needs 2 or more (other records "
+                             f"without their {MANIFEST}, which names their kind?)")
         return dataclasses.replace(model, num_classes=given if given is not None else _classes(source.folder))
     if found.kind == "coco":
         return _coco_classes(model, data, found.settings["num_classes"])
@@ -104,6 +109,13 @@ def _coco_classes(model: ModelConfig, data: str, largest_id: int) -> ModelConfig
                          f"{largest_id} and class 0 is the background: use --num-classes {needed} or more, or "
                          "leave it out")
     return model
+
+
+def _held(source: DataSource, kind: str) -> str:
+    """What the folder holds, in words: a folder read as ImageNet's only for want of a manifest says so."""
+    if source.kind == TFRECORDS and kind == "imagenet" and not (source.folder / MANIFEST).is_file():
+        return f"TFRecords without a {MANIFEST} (read as ImageNet records, the one kind that may lack it)"
+    return "an image folder tree" if source.kind != TFRECORDS else f"{kind} records"
 
 
 @functools.cache

@@ -169,6 +169,24 @@ MUTATIONS: tuple[Mutation, ...] = (
              "    one_step()\n    runner.sync()\n    end = clock()\n    if at_end is not None:\n        at_end()\n",
              "    if at_end is not None:\n        at_end()\n    one_step()\n    runner.sync()\n    end = clock()\n",
              ("tests/test_telemetry_worker.py",)),
+    # --- issue 42: reliability of the report, data and compare commands
+    Mutation("an MFU above the peak read as measured", "source/trainbench/results/derived.py",
+             "if mfu is not None and mfu > 1.0:", "if mfu is not None and mfu > 10.0:",
+             ("tests/test_results_derived.py",)),
+    Mutation("a formula cell written as it is", "source/trainbench/results/csv_cells.py",
+             "    if not isinstance(value, str) or not value.startswith(FORMULA_STARTS):",
+             "    if True:",
+             ("tests/test_csv_cells.py",)),
+    Mutation("batch sizes paired with every other, not their neighbours", "source/trainbench/results/run_settings.py",
+             "            if name in ordered:\n", "            if False:\n",
+             ("tests/test_run_settings.py",)),
+    Mutation("a tiny network's positions not bounding its sequence", "source/trainbench/workloads/__init__.py",
+             "        if name == self.tokens_param and positions is not None:",
+             "        if False:",
+             ("tests/test_size_bounds.py",)),
+    Mutation("a default and the same value given compared as a difference", "source/trainbench/bench/compare.py",
+             "effective = {**model, **(params if isinstance(params, dict) else {})}", "effective = model",
+             ("tests/test_compare.py",)),
 )
 
 

@@ -272,9 +272,14 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         reason = _install_slurm()
         if reason is not None:
             pytest.skip(reason)
-    running = subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True, text=True)
-    if running.returncode == 0:  # a second controller would fight the first for its ports
-        pytest.skip(f"another slurmctld is running (pid {running.stdout.split()[0]}): stop it first")
+    # A second controller would fight the first for its ports. The other Slurm file's module fixture stops its own
+    # just before this one starts (same xdist group), and slurmctld takes a moment to exit after stop_slurm.sh: wait
+    # for it, not for a fixed time (generous: a loaded machine); one that stays is another's, and skips.
+    deadline = time.monotonic() + 60
+    while (running := subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True, text=True)).returncode == 0:
+        if time.monotonic() > deadline:
+            pytest.skip(f"another slurmctld is running (pid {running.stdout.split()[0]}): stop it first")
+        time.sleep(0.5)
     folder = tmp_path_factory.mktemp("slurm")
     env = {**os.environ, "SLURM_TRY_DIR": str(folder), "SLURM_TRY_CLEAN": "1"}
     try:

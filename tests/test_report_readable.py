@@ -72,9 +72,10 @@ def test_one_figure_per_image_size_naming_its_statistic(tmp_path: Path, monkeypa
     titles: list[tuple[str, Any]] = []
     drawn = sections.batch_size_figure
 
-    def recorded(lines: Any, title: str, ylabel: str, spread: Any = None, width: float = 7.0) -> Any:
+    def recorded(lines: Any, title: str, ylabel: str, spread: Any = None, width: float = 7.0,
+                 sample_unit: str = "image") -> Any:
         titles.append((title, spread))
-        return drawn(lines, title, ylabel, spread=spread, width=width)
+        return drawn(lines, title, ylabel, spread=spread, width=width, sample_unit=sample_unit)
 
     monkeypatch.setattr(sections, "batch_size_figure", recorded)
     page, text = page_of([tmp_path], tmp_path)

@@ -30,9 +30,15 @@ def outside_inputs(output: Path, inputs: Iterable[Path]) -> None:
     """UsageError when the output folder is an input folder or inside one that is scanned for input (text folders,
     ImageNet's train/ and val/; COCO reads only the images its annotations name): its shards would be read as
     input by the next run (and that run refused), so it is refused before anything is read or written."""
-    resolved = output.resolve()
+    try:
+        resolved = output.resolve()
+    except (OSError, RuntimeError):  # a link loop on the way: the write names it, in its own line
+        return
     for source in inputs:
-        folder = source.resolve()
+        try:
+            folder = source.resolve()
+        except (OSError, RuntimeError):  # a link loop: the input's scan names it
+            continue
         if folder.is_dir() and (resolved == folder or folder in resolved.parents):
             raise UsageError(f"--output {printable(str(output))} is inside the input folder "
                              f"{printable(str(source))}: its shards would become input; choose an --output outside it")

@@ -1,8 +1,9 @@
 """What the suite benchmarks: one descriptor per workload, registered by name, importing no framework.
 
-The bottom layer beside ``config``: a descriptor says what a workload is (category, what one sample is, its shape
-settings and sizes, which frameworks implement it and with which reference implementation) so that the command
-line, campaigns and the report can ask about it without loading TensorFlow or torch. Names are registered once
+The bottom layer, just above ``errors`` (``results`` reads the descriptors): a descriptor says what a workload is
+(category, what one sample is, its shape settings and sizes, which frameworks implement it and with which reference
+implementation) so that the command line, campaigns and the report can ask about it without loading TensorFlow or
+torch. Names are registered once
 (a second registration is an error, as tf-models' ``registry.register`` refuses one) and looked up by name (an
 unknown name is a one-line UsageError listing the known ones, as timm's ``create_model`` refuses one).
 

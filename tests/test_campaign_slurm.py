@@ -275,7 +275,7 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     # A second controller would fight the first for its ports. The other Slurm file's module fixture stops its own
     # just before this one starts (same xdist group), and slurmctld takes a moment to exit after stop_slurm.sh: wait
     # for it, not for a fixed time (generous: a loaded machine); one that stays is another's, and skips.
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 30
     while (running := subprocess.run(["pgrep", "-x", "slurmctld"], capture_output=True, text=True)).returncode == 0:
         if time.monotonic() > deadline:
             pytest.skip(f"another slurmctld is running (pid {running.stdout.split()[0]}): stop it first")

@@ -16,6 +16,7 @@ ranking as CSV.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -25,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from trainbench.report.console import per_second, workload_title
+from trainbench.report.console import per_second
 from trainbench.report.found import Campaign, ReportData, RunRecord
 from trainbench.results import fields
 from trainbench.results.header import RunHeader
@@ -286,28 +287,11 @@ class Headline:
     def unit(self) -> str:
         return per_second(str(self.best["sample_unit"]))
 
-    @property
-    def title(self) -> str:
-        """"tiny BERT-base at seq_len 32 on cpu": the network by its size, the sample's shape, the device."""
-        shape = " ".join(phrase for name in ("image_size", "seq_len")
-                         if (phrase := _shape_words(name, self.best.get(name))))
-        return (f"{workload_title(self.workload, self.best.get('size'))}{f' at {shape}' if shape else ''} on "
-                f"{self.device or 'an unrecorded device'}")
-
-
-def _shape_words(name: str, value: Any) -> str:
-    value = _plain(value)
-    if value is None:
-        return ""
-    return f"{value} px" if name == "image_size" else f"seq_len {value}"
-
 
 def headlines(frame: pd.DataFrame) -> list[Headline]:
-    ranked = ranking(frame)
     found = []
-    spaces = [_space(row) for row in ranked.to_dict("records")]
-    for _, group in ranked.groupby(pd.Series(spaces, index=ranked.index).map(str), sort=False):
-        records = group.to_dict("records")
+    for _, group in itertools.groupby(ranking(frame).to_dict("records"), key=_space):  # ranked: a space's rows adjoin
+        records = list(group)
         found.append(Headline(str(records[0]["workload"]), records[0]["device"], records[0],
                               records[-1] if len(records) > 1 else None, len(records)))
     return found

@@ -86,9 +86,16 @@ def _rate(value: float) -> str:
 # --- the headline and the ranking ------------------------------------------------------------------------------
 
 
+def _headline_title(line: Headline) -> str:
+    """"tiny BERT-base at seq_len 32 on cpu": the network by its size, the sample's shape, the device."""
+    shape = " ".join(part for name in ("image_size", "seq_len") if (part := phrase(name, line.best.get(name))))
+    return (f"{workload_title(line.workload, line.best.get('size'))}{f' at {shape}' if shape else ''} on "
+            f"{line.device or 'an unrecorded device'}")
+
+
 def _headline_text(line: Headline, names: Sequence[str]) -> str:
     best = line.best
-    text = (f"{line.title}: best {_rate(best['samples_per_sec'])} {line.unit} ({_spread(best)}) with "
+    text = (f"{_headline_title(line)}: best {_rate(best['samples_per_sec'])} {line.unit} ({_spread(best)}) with "
             f"{described(best, names)}")
     if line.slowest is None:
         return text + " (the only setting measured)"

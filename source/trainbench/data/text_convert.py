@@ -37,7 +37,6 @@ from trainbench.data.shards import (
     ShardResult,
     ShardTask,
     plan_split,
-    shard_name,
 )
 from trainbench.data.text_corpus import Document, SentencePair, read_corpus, read_parallel, sentences
 from trainbench.data.text_records import (
@@ -139,9 +138,10 @@ def convert_text(options: TextOptions, stream: TextIO | None = None) -> TextSumm
         finally:
             _remove_temporaries(output, vocabulary)
         write_skipped(output / SKIPPED_CSV, skipped)
-    entries = [manifest.shards[task.name] for task in tasks]
-    if not any(entry["records"] for entry in entries):
-        _refuse_empty(options, output, len(items), sum(entry["filtered"] for entry in entries), len(tasks))
+        entries = [manifest.shards[task.name] for task in tasks]
+        if not any(entry["records"] for entry in entries):  # under the lock: no other conversion writes here now
+            _refuse_empty(options, output, [task.name for task in tasks], len(items),
+                          sum(entry["filtered"] for entry in entries))
     done = [manifest.shards[task.name] for task in todo]
     return TextSummary(
         output=output, kind=options.kind, shards=len(tasks), resumed=len(tasks) - len(todo), redone=manifest.redone,
@@ -150,12 +150,12 @@ def convert_text(options: TextOptions, stream: TextIO | None = None) -> TextSumm
         skipped=len(skipped), vocab_size=vocabulary.size, seconds=time.perf_counter() - start)
 
 
-def _refuse_empty(options: TextOptions, output: Path, items: int, dropped: int, shards: int) -> None:
+def _refuse_empty(options: TextOptions, output: Path, shards: list[str], items: int, dropped: int) -> None:
     """A conversion that kept nothing: its empty shards and manifest removed (no run could fill a batch from them,
-    and `data verify` would have nothing to check), the vocabulary kept for --vocab, and one line saying why."""
-    with exclusive_folder(output, "conversion"):
-        for name in [*(shard_name(TRAIN, index, shards) for index in range(shards)), MANIFEST]:
-            (output / name).unlink(missing_ok=True)
+    and `data verify` would have nothing to check), the vocabulary kept for --vocab, and one line saying why. Called
+    while the output folder's lock is held."""
+    for name in [*shards, MANIFEST]:
+        (output / name).unlink(missing_ok=True)
     what = "sentence pairs" if options.kind == "translation" else "documents"
     why = (f"all {dropped:,} were longer than --max-length {options.max_length} tokens or had an "
            "empty side: raise --max-length" if options.kind == "translation" else

@@ -47,11 +47,11 @@ lint: lint-shell $(STAMP)
 # cheap tests in a few minutes while editing; run `make test` before handing work over. `make test` ends with the
 # 25 slowest tests, so a CI log shows where its time goes. Both run the tests in TEST_WORKERS processes
 # (pytest-xdist; `make test TEST_WORKERS=0` runs them in this one): each test file stays on one worker, so its module
-# fixtures are made once (tests/conftest.py groups them; the two Slurm files share a worker and their one Slurm).
+# fixtures are made once (`--dist loadfile`; the tests of a real one-node Slurm share one file, test_slurm_real.py).
 # Three workers on two cores: a third of the suite's time is waiting (workers' start-up, Slurm's polling, kills and
 # time-outs), which the third fills (on 2 cores at 2026-11-28: 16 min 52 s with 2 workers, 11 min 58 s with 3).
 TEST_WORKERS ?= 3
-XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
 
 # The run ends with its slowest tests, pytest's wall time and the machine's CPU: a CI log says which machine class took
 # how long (README: "Tests" gives the figure measured, its date and CPU).

@@ -106,32 +106,19 @@ def shared_fixtures() -> Path:
     return SHARED_FIXTURES
 
 
-# Files that start the one-node Slurm: under pytest-xdist they share one worker (a second slurmctld would skip).
-_SLURM_FILES = frozenset({"test_campaign_slurm.py", "test_slurm_scripts.py"})
-
-
 # Seconds each file took in a measured `make test` (tests/file_seconds.py writes it from a --durations=0 log). Only
-# the order of the run depends on it: xdist hands groups out in collection order, so the longest go first and no
+# the order of the run depends on it: xdist hands files out in collection order, so the longest go first and no
 # worker starts a two-minute file while the others have finished (longest-first scheduling). A stale or missing
 # entry costs time, never correctness.
 FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
 
 
-def _group(item: pytest.Item) -> str:
-    name = item.path.name
-    return "slurm" if name in _SLURM_FILES else name
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Group each test by its file for ``--dist loadgroup`` (a module fixture runs once, on one worker), the Slurm
-    files together; under xdist, the groups that took longest come first. Without pytest-xdist nothing changes."""
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    """Under pytest-xdist, the files that took longest come first. Each file stays on one worker (``--dist loadfile``:
+    a module fixture is made once), so what must share one process, such as the one-node Slurm, shares one file.
+    (``--dist loadgroup`` with an xdist_group mark per file scheduled every test apart under pytest 9.2: xdist 3.8
+    marks a group by editing the test's id, which pytest 9.2 no longer reads, pytest-xdist issue 1386.)"""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     seconds: dict[str, float] = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.is_file() else {}
-    group_seconds: dict[str, float] = {}
-    for item in items:
-        group = _group(item)
-        group_seconds[group] = group_seconds.get(group, 0.0) + seconds.pop(item.path.name, 0.0)
-    items.sort(key=lambda item: -group_seconds[_group(item)])  # stable: a file's own order is kept
+    items.sort(key=lambda item: -seconds.get(item.path.name, 0.0))  # stable: a file's own order is kept

@@ -1,21 +1,17 @@
 """scripts/slurm/throughput.sbatch: shellcheck, its #SBATCH defaults, and the srun line it builds when bash runs it
 with a job's environment and stand-in srun, scontrol, nvidia-smi and apptainer that record their arguments (fast);
-then a real one-node Slurm (tests/slurm/start_slurm.sh) runs it with two CPU processes (slow)."""
+a real one-node Slurm runs it in test_slurm_real.py."""
 
 from __future__ import annotations
 
-import csv
 import itertools
-import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, assert_one_line_error, linked_tools
-from tests.test_campaign_slurm import slurm  # noqa: F401 - the one-node Slurm fixture, shared
 
 SBATCH = REPO / "scripts" / "slurm" / "throughput.sbatch"
 SHELLCHECK = REPO / ".venv" / "bin" / "shellcheck"
@@ -254,50 +250,3 @@ def test_no_hosts_and_unbindable_paths_are_refused(tmp_path: Path) -> None:
     image.write_bytes(b"")
     assert_one_line_error(run(tmp_path, {"CONTAINER": str(image), "OUTPUT": "a,b"}), "OUTPUT", "--bind")
     assert not (tmp_path / "srun.argv").exists()
-
-
-# --- a real one-node Slurm ----------------------------------------------------------------------------------------
-
-
-def _wait_for(job: str, deadline: float) -> tuple[str, str]:
-    """The job's final JobState and ExitCode, read from scontrol every half second (``sbatch --wait`` polls at
-    growing intervals of up to 10 s, idle time on every run)."""
-    while True:
-        shown = subprocess.run(["scontrol", "-o", "show", "job", job], capture_output=True, text=True, timeout=30)
-        fields = dict(item.split("=", 1) for item in shown.stdout.split() if "=" in item)
-        state = fields.get("JobState", f"not shown ({shown.stderr.strip()})")  # asked again, to the deadline
-        ended = "JobState" in fields and state not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING")
-        if ended or time.monotonic() > deadline:
-            return state, fields.get("ExitCode", "")
-        time.sleep(0.5)
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_sbatch_runs_two_cpu_processes_on_one_node(slurm: Path, tmp_path: Path) -> None:  # noqa: F811
-    """Submitted from the repository root as the README says, on a node without GPUs (--gpus-per-node=0 on the
-    command line): srun's one task runs trainbench throughput, whose worker is a torchrun launch of 2 CPU processes;
-    the node's run folder holds one batch size measured by both (world_size 2)."""
-    output = tmp_path / "out"
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "2", "OUTPUT": str(output),
-           "GPUS_PER_NODE": "2", "BATCH_SIZES": "1", "WARMUP": "1", "STEPS": "2",
-           "EXTRA_ARGS": "--device cpu --image-size 64 --num-classes 4"}
-    log = tmp_path / "slurm-%j.out"
-    submitted = subprocess.run(["sbatch", "--parsable", "--nodes=1", "--gpus-per-node=0",
-                                "--cpus-per-task=1", "--time=10:00", f"--output={log}", str(SBATCH)],
-                               cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
-    assert submitted.returncode == 0, submitted.stderr
-    job = submitted.stdout.strip().split(";")[0]
-    state, exit_code = _wait_for(job, deadline=time.monotonic() + 540)
-    logs = sorted(tmp_path.glob("slurm-*.out"))
-    report = "\n".join([f"job {job}: {state}, exit {exit_code}",
-                        *(f"--- {path.name}\n{path.read_text()[-3000:]}" for path in logs)])
-    assert (state, exit_code) == ("COMPLETED", "0:0"), report
-    assert [path.name for path in logs] == [f"slurm-{job}.out"], report
-    text = logs[0].read_text()
-    assert "srun exited with status 0" in text, report
-    (run_dir,) = (output / f"job_{job}" / "node_0").iterdir()
-    with open(run_dir / "summary.csv", newline="") as table:
-        rows = list(csv.DictReader(table))
-    assert [(row["batch_size"], row["status"], row["world_size"]) for row in rows] == [("1", "ok", "2")], report
-    assert len(list((run_dir / "logs").glob("batch_1.rank*.result.json"))) == 2, report

@@ -167,6 +167,7 @@ WORKER = textwrap.dedent(
 
     import numpy as np
     import tensorflow as tf
+    import tf_keras
 
     run_dir, weights_file, how = sys.argv[1:]  # how: trainer, runner (both multi-worker) or mirrored
     if how == "mirrored":  # the reference: two replicas in one process
@@ -200,11 +201,11 @@ WORKER = textwrap.dedent(
             "sigterm_caught": sigterm_caught(),
         }
 
-    model = ModelConfig(framework="tf", precision="fp32", image_size=32, num_classes=4, device="cpu")
+    # Tiny BERT: what is promised is the strategy's work across replicas and workers (broadcast, all-reduce, the
+    # chief's checkpoint, the gathered evaluation), not the network, at a fraction of ResNet-50's build and trace.
+    model = ModelConfig(framework="tf", workload="bert", size="tiny", precision="fp32", device="cpu")
     if how == "runner":  # the benchmark's runner: 2 sequences per replica, one step, this worker's devices synced
-        # (tiny BERT: the runner's work across workers, at a fraction of ResNet-50's build and trace)
-        bert = ModelConfig(framework="tf", workload="bert", size="tiny", device="cpu")
-        runner = tf_engine.ENGINE.make_runner(BenchConfig(model=bert, batch_size=2))
+        runner = tf_engine.ENGINE.make_runner(BenchConfig(model=model, batch_size=2))
         before = digest(runner.network.trainable_variables)
         runner.step()
         runner.sync()
@@ -213,7 +214,7 @@ WORKER = textwrap.dedent(
         sys.exit()
 
     mirrored_runner = {}
-    if how == "mirrored":  # the engine's runner over the two replicas first: 2 images per replica, one step
+    if how == "mirrored":  # the engine's runner over the two replicas first: 2 sequences per replica, one step
         runner = tf_engine.ENGINE.make_runner(BenchConfig(model=model, batch_size=2))
         variables = runner.network.trainable_variables
         before = [variable.values[0].numpy().copy() for variable in variables]
@@ -232,13 +233,25 @@ WORKER = textwrap.dedent(
     config = TrainConfig(model=model, epochs=1, batch_size=4, steps_per_epoch=2, warmup_epochs=0.0,
                          synthetic_train_examples=16, synthetic_eval_examples=5, log_every=1)
     trainer = tf_engine.ENGINE.make_trainer(config)
+    # Dropout off (before the step is traced): its masks are drawn per replica, differently under the two
+    # strategies; without it both compute the same all-reduced update, compared below.
+    for layer in trainer.network.submodules:
+        if isinstance(layer, tf_keras.layers.Dropout):
+            layer.rate = 0.0
     variables = trainer.network.trainable_variables
     before = digest(variables)
     rows = train(config, trainer, Path(run_dir), lambda line: print(line, flush=True))
     after = digest(variables)
     np.save(weights_file, np.concatenate([variable.numpy().ravel() for variable in variables]))
+    strategy = trainer._parts.strategy
+
+    @tf.function
+    def barrier():  # the other worker's save returns while the chief may still be writing the run folder's checkpoint
+        return strategy.gather(strategy.run(lambda: tf.constant([1])), axis=0)
+
+    barrier()
     print(json.dumps({
-        **common(trainer._parts.strategy),
+        **common(strategy),
         **mirrored_runner,
         "primary": trainer.is_primary,
         "global_batch": trainer.global_batch,
@@ -365,7 +378,7 @@ def test_two_workers_train_as_two_replicas_in_one_process(trained: tuple[dict[st
     """The same global batch split the same way, the same all-reduced update: MirroredStrategy's parameters.
 
     The reference process is also the engine's test of MirroredStrategy over two CPU replicas (what two GPUs get):
-    the runner counts both replicas' images and its replicas apply the same update; the trainer's global batch is
+    the runner counts both replicas' sequences and its replicas apply the same update; the trainer's global batch is
     split over them and its evaluation counts the 5 examples, not the padding of the last batch."""
     _, root = trained
     reference = finish({"mirrored": start(root, "mirrored", root / "mirrored-run", "mirrored", environment())}, root)
@@ -393,4 +406,4 @@ def test_two_slurm_tasks_step_the_benchmark_runner(tmp_path: Path) -> None:
                 pytest.skip(f"port {port} is in use here; SlurmClusterResolver's workers listen on {SLURM_PORTS}")
     reports = two_workers(tmp_path, "runner", slurm=True)
     check_workers(reports)
-    assert reports["worker0"]["samples_per_step"] == 4  # what images/s counts: both workers' replicas
+    assert reports["worker0"]["samples_per_step"] == 4  # what sequences/s counts: both workers' replicas

@@ -134,16 +134,29 @@ def test_a_part_already_in_the_folder_is_refused_in_one_line(tmp_path: Path) -> 
     unknown = subprocess.run([*RUN, "--part", "1", "--device", "cpu", "--output", str(tmp_path / "new"),
                               "--break", "nosuch"], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert_one_line_error(unknown, "--break nosuch: no such step")
+    unknown = subprocess.run([*RUN, "--part", "1", "--device", "cpu", "--output", str(tmp_path / "new"),
+                              "--skip", "workload_bert", "--skip", "nosuch"], cwd=REPO, capture_output=True, text=True,
+                             timeout=60)
+    assert_one_line_error(unknown, "--skip nosuch: no such step")
+    assert not (tmp_path / "new").exists()
+
+
+# Workload steps left out of the smoke run: each is `trainbench throughput --workload W`, which
+# test_workloads_e2e.py runs for every workload; the two kept (an image and a sequence workload) hold the step's
+# reading of both kinds of row.
+SKIPPED = ("workload_bert", "workload_gpt2", "workload_retinanet")
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # every command of the three parts, tiny: about 12 minutes on a loaded 2-core machine
 def test_cpu_smoke_run_of_all_parts_records_every_step(tmp_path: Path) -> None:
     """All three parts on the CPU, with the eager step broken on purpose: it is recorded with its first error line
-    and the next step still runs; GPU-only steps are "not run: no GPU"; a second run into the folder is refused."""
+    and the next step still runs; GPU-only steps are "not run: no GPU", skipped ones "not run: --skip"; a second run
+    into the folder is refused."""
     output = tmp_path / "check"
-    done = subprocess.run([*RUN, "--part", "all", "--device", "cpu", "--output", str(output), "--break", "eager"],
-                          cwd=REPO, capture_output=True, text=True, timeout=1800)
+    skips = [word for name in SKIPPED for word in ("--skip", name)]
+    done = subprocess.run([*RUN, "--part", "all", "--device", "cpu", "--output", str(output), "--break", "eager",
+                           *skips], cwd=REPO, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]  # 1: the broken step failed
     record = json.loads((output / "gpu_check.json").read_text())
     assert set(record["parts"]) == {"1", "2", "3"}
@@ -154,6 +167,8 @@ def test_cpu_smoke_run_of_all_parts_records_every_step(tmp_path: Path) -> None:
             assert status.startswith("failed: trainbench") and "unrecognized arguments: --no-such-option" in status
         elif step.gpu_only:
             assert status == table.NOT_RUN_NO_GPU, (step.name, status)
+        elif step.name in SKIPPED:
+            assert status == run.NOT_RUN_SKIPPED and not record["steps"][step.name]["figures"], (step.name, status)
         else:
             assert status == "ok", (step.name, status, record["steps"][step.name].get("log"))
             figures = {name: value for name, value in record["steps"][step.name]["figures"].items()

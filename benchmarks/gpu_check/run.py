@@ -36,6 +36,7 @@ sys.path[:0] = [str(REPO / "benchmarks")]  # gpu_speed and the gpu_check package
 from gpu_check import plan, table  # noqa: E402
 
 BREAK_OPTION = "--no-such-option"  # what --break appends: the step's command then fails as a real one does
+NOT_RUN_SKIPPED = "not run: --skip"  # tests leave out steps whose command another test already runs
 PACKAGE_IMPORTS = {"pynvml": "pynvml", "torch": "torch", "transformers": "transformers"}
 
 
@@ -123,13 +124,16 @@ def run_command(argv: list[str], timeout_s: float, log: Path) -> tuple[int | Non
     return code, stdout, log.with_suffix(".err").read_text()
 
 
-def run_step(step: plan.Step, ctx: plan.Context, broken: set[str]) -> dict[str, Any]:
+def run_step(step: plan.Step, ctx: plan.Context, broken: set[str],
+             skipped: frozenset[str] = frozenset()) -> dict[str, Any]:
     """The step's record: status (ok, failed: <first error line>, timed out..., not run: <why>), figures, commands."""
     record: dict[str, Any] = {"name": step.name, "part": step.part, "device": ctx.device, "budget_s": step.budget_s,
                               "expected": list(step.expected), "commands": [], "figures": {}, "not_run": {}}
     if not ctx.gpu:
         record["not_run"] = {name: table.NOT_RUN_NO_GPU for name in step.gpu_figures}
     status = table.NOT_RUN_NO_GPU if step.gpu_only and not ctx.gpu else missing(step.needs)
+    if step.name in skipped:
+        status = NOT_RUN_SKIPPED
     commands: list[list[str]] = []
     if status is None:
         try:
@@ -194,7 +198,8 @@ def check_parts(output: Path, parts: list[int]) -> None:
                              f"(results are never overwritten)")
 
 
-def run_part(part: int, ctx: plan.Context, broken: set[str], command: str) -> bool:
+def run_part(part: int, ctx: plan.Context, broken: set[str], command: str,
+             skipped: frozenset[str] = frozenset()) -> bool:
     """Runs one part, writing gpu_check.json and README.md after every step; True when no step failed."""
     path = ctx.output / "gpu_check.json"
     earlier = read_record(path)
@@ -205,7 +210,7 @@ def run_part(part: int, ctx: plan.Context, broken: set[str], command: str) -> bo
     steps: dict[str, Any] = {}
     for step in plan.part_steps(part):
         print(f"part {part}: {step.name} ...", flush=True)
-        record = run_step(step, ctx, broken)
+        record = run_step(step, ctx, broken, skipped)
         steps[step.name] = ctx.done[step.name] = record
         print(f"part {part}: {step.name}: {record['status']} ({record.get('seconds', 0):.0f} s)", flush=True)
         facts["seconds"] = round(time.monotonic() - started, 1)
@@ -227,6 +232,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         "folder gpu_check_<output name>_* in the system's temporary folder), never the results folder")
     parser.add_argument("--break", dest="broken", action="append", default=[], metavar="STEP",
                         help=f"tests: append {BREAK_OPTION} to STEP's first command, so that it fails")
+    parser.add_argument("--skip", action="append", default=[], metavar="STEP",
+                        help=f"tests: record STEP as '{NOT_RUN_SKIPPED}' without running it")
     return parser.parse_args(argv)
 
 
@@ -235,9 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     parts = [1, 2, 3] if args.part == "all" else [int(args.part)]
     try:
         names = {step.name for step in plan.steps()}
-        unknown = sorted(set(args.broken) - names)
-        if unknown:
-            raise UsageError(f"--break {unknown[0]}: no such step (steps: {', '.join(sorted(names))})")
+        for option, asked in (("--break", args.broken), ("--skip", args.skip)):
+            unknown = sorted(set(asked) - names)
+            if unknown:
+                raise UsageError(f"{option} {unknown[0]}: no such step (steps: {', '.join(sorted(names))})")
         if args.device == "cuda" and gpu_slug() is None:
             raise UsageError("no GPU visible (nvidia-smi found none): --device cpu runs the smoke run")
         output = (args.output or default_output(args.device)).resolve()
@@ -249,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     scratch = args.scratch or Path(tempfile.mkdtemp(prefix=f"gpu_check_{output.name}_"))
     ctx = plan.Context(args.device, output, sys.executable, scratch_dir=scratch.resolve())
     command = shown([sys.executable, "benchmarks/gpu_check/run.py", *(sys.argv[1:] if argv is None else argv)])
-    ok = all([run_part(part, ctx, set(args.broken), command) for part in parts])
+    ok = all([run_part(part, ctx, set(args.broken), command, frozenset(args.skip)) for part in parts])
     record = read_record(output / "gpu_check.json") or {"steps": {}}
     print("\n".join(line for line in table.markdown(record).splitlines() if line.startswith("|")))
     print(output)

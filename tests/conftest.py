@@ -7,6 +7,12 @@ import os
 import shutil
 import subprocess
 import sys
+
+# pytest imports tracemalloc the first time it reports an unraisable exception (an object's finaliser failing during
+# garbage collection). If that happens while tensorflow_datasets' lazy imports (through tf-models-official) hold the
+# import machinery, tracemalloc's own imports come back as lazy stand-ins and pytest fails the test that happened to
+# be running ("'LazyModule' object is not callable"): imported first, here.
+import tracemalloc  # noqa: F401
 from pathlib import Path
 
 import pytest
@@ -114,8 +120,10 @@ FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, the files that took longest come first. Each file stays on one worker (``--dist loadfile``:
-    a module fixture is made once), so what must share one process, such as the one-node Slurm, shares one file.
+    """Under pytest-xdist, the files that took longest come first (the Makefile's ``--no-loadscope-reorder`` keeps this
+    order: by default xdist hands out the files with the most tests first). Each file stays on one worker (``--dist
+    loadfile``: a module fixture is made once), so what must share one process, such as the one-node Slurm, shares
+    one file.
     (``--dist loadgroup`` with an xdist_group mark per file scheduled every test apart under pytest 9.2: xdist 3.8
     marks a group by editing the test's id, which pytest 9.2 no longer reads, pytest-xdist issue 1386.)"""
     if not os.environ.get("PYTEST_XDIST_WORKER"):

@@ -62,7 +62,9 @@ def _draw(axes: Any, panel: Panel) -> None:
     axes.set_xlabel(first)
     axes.set_ylabel(panel.ylabel)
     axes.set_title(panel.title, fontsize=8)
-    axes.legend(fontsize=7)
+    # A fixed place: loc="best" searches the points and warns when the search took long (a loaded machine's warning
+    # on the page's stderr); times rise with the batch size, so the upper left is clear.
+    axes.legend(fontsize=7, loc="upper left")
 
 
 def plot_models(panels: Sequence[Panel], path: Path) -> None:

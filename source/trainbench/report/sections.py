@@ -783,14 +783,16 @@ def _curves_figure(epochs: list[dict[str, Any]]) -> Any:
     figure = Figure(figsize=(10, 3.5), dpi=100)
     loss, accuracy = figure.subplots(1, 2)
     x = [row["epoch"] for row in epochs]
-    for axes, names, ylabel in ((loss, ("train_loss", "eval_loss"), "loss"),
-                                (accuracy, ("eval_top1", "eval_top5"), "accuracy (fraction)")):
+    # Fixed legend places (loc="best" warns when its search took long, as on a loaded machine): losses fall, away
+    # from the upper right; accuracies rise, away from the lower right.
+    for axes, names, ylabel, place in ((loss, ("train_loss", "eval_loss"), "loss", "upper right"),
+                                       (accuracy, ("eval_top1", "eval_top5"), "accuracy (fraction)", "lower right")):
         for name in names:
             axes.plot(x, [_drawable(row.get(name)) for row in epochs], marker="o", label=name)
         axes.set_xlabel("epoch")
         axes.set_ylabel(ylabel)
         axes.grid(True, alpha=0.3)
-        axes.legend(fontsize=8)
+        axes.legend(fontsize=8, loc=place)
     figure.tight_layout()
     return figure
 

@@ -21,6 +21,7 @@ pytest.importorskip("official")
 import tensorflow as tf
 import tf_keras
 
+from tests.test_tf_workloads import must_compile_with_xla
 from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
 from trainbench.engines.tf_engine import ENGINE
 from trainbench.training.loop import METRICS_FILE, train
@@ -53,13 +54,6 @@ def one_step(runner) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     runner.step()
     runner.sync()
     return {name: (before[name], variable.numpy()) for name, variable in variables.items()}
-
-
-def must_compile_with_xla(runner) -> bool:
-    """Whether the traced step holds a call that TensorFlow must compile with XLA."""
-    graph = runner._step.get_concrete_function().graph.as_graph_def()
-    nodes = [*graph.node, *(node for function in graph.library.function for node in function.node_def)]
-    return any(node.attr["_XlaMustCompile"].b for node in nodes if "_XlaMustCompile" in node.attr)
 
 
 @pytest.fixture(scope="module")

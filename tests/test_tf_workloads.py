@@ -116,13 +116,17 @@ def test_sequence_workloads_train_in_bfloat16(name):
     assert all(variable.dtype == tf.float32 for variable in runner.network.trainable_variables)  # float32 masters
 
 
+def must_compile_with_xla(runner: Any) -> bool:
+    """Whether the runner's traced step holds a call that TensorFlow must compile with XLA."""
+    graph = runner._step.get_concrete_function().graph.as_graph_def()
+    nodes = [*graph.node, *(node for function in graph.library.function for node in function.node_def)]
+    return any(node.attr["_XlaMustCompile"].b for node in nodes if "_XlaMustCompile" in node.attr)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["transformer", "bert"])
 def test_sequence_workloads_train_with_xla(name):
-    runner = step_twice(model_config(name, xla=True))
-    graph = runner._step.get_concrete_function().graph.as_graph_def()
-    nodes = [*graph.node, *(node for function in graph.library.function for node in function.node_def)]
-    assert any(node.attr["_XlaMustCompile"].b for node in nodes if "_XlaMustCompile" in node.attr)
+    assert must_compile_with_xla(step_twice(model_config(name, xla=True)))
 
 
 def one_step_without_dropout(model: ModelConfig) -> tuple[list[np.ndarray], list[np.ndarray]]:

@@ -131,9 +131,10 @@ def run_step(step: plan.Step, ctx: plan.Context, broken: set[str],
                               "expected": list(step.expected), "commands": [], "figures": {}, "not_run": {}}
     if not ctx.gpu:
         record["not_run"] = {name: table.NOT_RUN_NO_GPU for name in step.gpu_figures}
-    status = table.NOT_RUN_NO_GPU if step.gpu_only and not ctx.gpu else missing(step.needs)
     if step.name in skipped:
-        status = NOT_RUN_SKIPPED
+        status: str | None = NOT_RUN_SKIPPED
+    else:
+        status = table.NOT_RUN_NO_GPU if step.gpu_only and not ctx.gpu else missing(step.needs)
     commands: list[list[str]] = []
     if status is None:
         try:

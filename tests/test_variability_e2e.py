@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.conftest import assert_one_line_error, run_cli
+from tests.conftest import REPO, assert_one_line_error, run_cli
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from gpu_check import plan as gpu_check
 
 STANDIN_NVML = Path(__file__).parent / "standins" / "nvml"
 UUIDS = ["GPU-5b1c1d7e-0f43-7c55-1a39-8d1b2f2b3e10", "GPU-5b1c1d7e-0f43-7c55-1a39-8d1b2f2b3e11"]
@@ -35,9 +39,11 @@ def standin_env(tmp_path: Path, visible: str = "0,1") -> dict[str, str]:
 
 
 def test_variability_runs_every_gpu_and_repetition_and_reports(tmp_path: Path) -> None:
+    """Also what benchmarks/gpu_check's variability step reads from this folder (its smoke run skips the step:
+    the same command)."""
     result = run_cli("variability", "run", "--device", "cpu", "--framework", "torch", "--batch-sizes", "2",
                      *SMALL, "--warmup", "1", "--steps", "2", "--repetitions", "2",
-                     "--output", str(tmp_path / "out"), env=standin_env(tmp_path), cwd=tmp_path)
+                     "--output", str(tmp_path / "runs" / "variability"), env=standin_env(tmp_path), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     folder = Path(result.stdout.strip().splitlines()[-1])
     plan = json.loads((folder / "variability.json").read_text())
@@ -57,6 +63,9 @@ def test_variability_runs_every_gpu_and_repetition_and_reports(tmp_path: Path) -
     again = run_cli("variability", "report", str(folder), env=standin_env(tmp_path), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert pd.read_csv(folder / "variability_gpus.csv").equals(gpus)
+    figures = gpu_check.read_variability(gpu_check.Context("cpu", tmp_path, sys.executable), result.stdout)
+    assert set(figures) == {"variability_cv_pct_b2", "variability_spread_pct_b2", "variability_repetitions_b2"}
+    assert figures["variability_repetitions_b2"] == 4 and figures["variability_cv_pct_b2"] >= 0  # 2 GPUs x 2
 
 
 def test_variability_without_a_visible_gpu_is_one_line(tmp_path: Path) -> None:
@@ -67,6 +76,7 @@ def test_variability_without_a_visible_gpu_is_one_line(tmp_path: Path) -> None:
 
 
 def test_device_cpu_without_a_gpu_runs_the_plumbing_on_a_cpu_stand_in(tmp_path: Path) -> None:
+    """Also the study's case of this command (tests/study/variability.py names it here)."""
     result = run_cli("variability", "run", "--device", "cpu", "--framework", "torch", "--batch-sizes", "2",
                      *SMALL, "--warmup", "1", "--steps", "2", "--repetitions", "1",
                      "--output", str(tmp_path / "out"), env=standin_env(tmp_path, visible=""), cwd=tmp_path)
@@ -79,6 +89,7 @@ def test_device_cpu_without_a_gpu_runs_the_plumbing_on_a_cpu_stand_in(tmp_path: 
     assert "CPU stand-in (no GPU)" in result.stdout
     assert "device cpu: every run trained on the CPU; this checks the study's plumbing and compares no GPUs" in (
         result.stdout)
+    assert f"report: trainbench report {folder}" in result.stdout
 
 
 def test_variability_report_of_a_folder_that_is_not_one_is_one_line(tmp_path: Path) -> None:

@@ -196,9 +196,6 @@ CASES: list[StudyCase] = [
     StudyCase("run with no repetition", ("variability", "run", "--device", "cpu", "--repetitions", "0",
                                          "--output", "{w}/refused"), ("--repetitions",), env=NO_GPU,
               kind="bad-option"),
-    StudyCase("run --device cpu without a GPU checks the plumbing on a CPU stand-in",
-              ("variability", "run", "--device", "cpu", "--output", "{w}/cpu_out", *TINY_CPU_RUN),
-              ("CPU stand-in (no GPU)", "device cpu: every run trained on the CPU", "compares no GPUs",
-               "report: trainbench report {w}/cpu_out/"), exit=0, writes=True, env=NO_GPU, kind="does-nothing",
-              slow=True),
+    # run --device cpu without a GPU (the plumbing on a CPU stand-in, its lines and its folder): a real run, so it is
+    # test_variability_e2e.py's test_device_cpu_without_a_gpu_runs_the_plumbing_on_a_cpu_stand_in
 ]

@@ -10,19 +10,21 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime as dt
+import importlib.metadata
+import importlib.util
 import itertools
 import math
 import os
 import re
+import sys
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
-import torchvision
 from torch import nn
 
 from trainbench.config import (
@@ -34,7 +36,6 @@ from trainbench.config import (
     step_mode_problem,
     train_data_problem,
 )
-from trainbench.data import gpu_pipeline, torch_pipeline, torch_records
 from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
 from trainbench.engines.base import (
@@ -198,7 +199,10 @@ def _make_step(
 
 def _loader(source: DataSource, batch_size: int, model: ModelConfig, device: str, train: bool, loader: str,
             rank: int = 0, world: int = 1) -> torch.utils.data.DataLoader:
-    """The input pipeline over a data folder; pinned host memory when the batches go to a GPU."""
+    """The input pipeline over a data folder; pinned host memory when the batches go to a GPU. The pipelines are
+    imported here: they import torchvision, seconds of start-up a synthetic run of a sequence workload never needs."""
+    from trainbench.data import gpu_pipeline, torch_pipeline, torch_records
+
     pin = torch.device(device).type == "cuda"
     if _reads_records(model):
         params = model.params()
@@ -221,6 +225,8 @@ def _batches(data_loader: torch.utils.data.DataLoader, model: ModelConfig, devic
              endless: bool) -> Iterator[Batch]:
     """The loader's batches on the device: decoded and augmented there (``loader`` "gpu") or in the workers; for
     the record workloads, the builder's batch of each collated dict of features."""
+    from trainbench.data import gpu_pipeline, torch_pipeline
+
     if _reads_records(model):
         builder = builder_of(model)
         if not isinstance(builder, RecordBuilder):  # a programming error: the descriptor says it reads --data
@@ -378,7 +384,7 @@ class _Runner:
         """Stop the data folder's pipeline now (the GPU loader's thread, the DataLoader's workers): not at
         interpreter exit, where a thread inside nvJPEG or CUDA can crash the process after its result is good."""
         batches, self._batches = self._batches, None
-        if isinstance(batches, (gpu_pipeline.GpuBatches, Generator)):
+        if batches is not None and hasattr(batches, "close"):  # a generator, or the GPU loader's GpuBatches
             batches.close()
 
 
@@ -534,8 +540,8 @@ class _Trainer:
             try:
                 yield from itertools.islice(batches, self.eval_steps) if self._cycle_eval else batches
             finally:
-                if isinstance(batches, gpu_pipeline.GpuBatches):
-                    batches.close()  # its thread would otherwise go on preparing a pass nobody reads
+                if hasattr(batches, "close"):  # the GPU loader's thread would otherwise go on preparing a pass
+                    batches.close()
             return
         for indices in self._eval_indices():
             yield self._batch(self._eval, indices)
@@ -658,6 +664,19 @@ def _checkpoints(directory: Path) -> list[tuple[int, Path]]:
 # --- the engine -------------------------------------------------------------------------------------------------
 
 
+def _torchvision_version() -> str:
+    """torchvision's own ``__version__`` (its build's local tag, e.g. +cu130, which the wheel's metadata leaves out),
+    read from its version.py when it is not imported: importing it costs a sequence workload's worker a second."""
+    if "torchvision" in sys.modules:
+        return str(sys.modules["torchvision"].__version__)
+    spec = importlib.util.find_spec("torchvision")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        found = re.search(r"^__version__ = ['\"]([^'\"]+)['\"]", (Path(folder) / "version.py").read_text(), re.M)
+        if found:
+            return found.group(1)
+    return importlib.metadata.version("torchvision")
+
+
 class TorchEngine:
     name = "torch"
     capabilities = TORCH
@@ -667,7 +686,7 @@ class TorchEngine:
         return {
             "framework": "torch",
             "torch": torch.__version__,
-            "torchvision": torchvision.__version__,
+            "torchvision": _torchvision_version(),
             "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version() or None,
             "devices": ["cpu", *gpus],

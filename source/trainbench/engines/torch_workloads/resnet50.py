@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-import torchvision
 from torch import nn
 
 from trainbench.config import ModelConfig
@@ -19,6 +18,8 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor, smoothing: f
 
 class Resnet50:
     def build(self, model: ModelConfig) -> nn.Module:
+        import torchvision  # here: the engine imports classification_loss for every workload; torchvision is seconds
+
         network = torchvision.models.resnet50(weights=None, num_classes=model.param("num_classes"))
         if model.channels_last:
             network = network.to(memory_format=torch.channels_last)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -32,6 +33,14 @@ import torchvision  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = REPO.parent / "shared" / "fixtures"
+
+# Garbage an earlier test left in a reference cycle is never collected in a test process (issue 38): freeing
+# TensorFlow's tf.data iterators from the garbage collector, inside a later test, can wait (GIL held, process idle)
+# up to 60 s for their autotune thread, which cost 40-110 s of each full run's wall time (NOTES.md). What a test
+# makes and drops within itself is still collected as usual.
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    gc.freeze()
+
 
 # --- Hypothesis: every failure replayable (issue 38). A failure prints its example in full with the
 # @reproduce_failure blob that replays it; locally, what a run finds is kept in .hypothesis/examples (git-ignored)

@@ -1,5 +1,6 @@
 """What every engine promises, tested once and run for each framework (``load_engine``), plus the framework-free
-rules they share (``trainbench.engines.base``). Framework-specific behaviour stays in test_<framework>_engine.py.
+rules they share (``trainbench.engines.base``, ``engines.devices``). Framework-specific behaviour stays in
+test_<framework>_engine.py.
 
 Frameworks are imported only inside the tests of their parameter: conftest.py imports torch before anything can
 import TensorFlow (the other order crashes the process).
@@ -19,18 +20,11 @@ import pytest
 from trainbench.cli import options
 from trainbench.config import DEVICES, BenchConfig, ModelConfig, TrainConfig
 from trainbench.data.synthetic import learnable_examples
-from trainbench.engines import base as engine_base
+from trainbench.engines import devices as engine_devices
 from trainbench.engines import load_engine
-from trainbench.engines.base import (
-    CHECKPOINTS_KEPT,
-    Engine,
-    Span,
-    check_precision,
-    resolve_device,
-    steps_for,
-    synthetic_split,
-)
+from trainbench.engines.base import CHECKPOINTS_KEPT, Engine, Span, steps_for, synthetic_split
 from trainbench.engines.capabilities import capabilities_of
+from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.errors import UsageError
 from trainbench.results.failure import failure_status, is_out_of_memory
 from trainbench.results.records import Status
@@ -153,17 +147,17 @@ def test_resolve_device_refusals_are_one_line_and_say_what_to_do() -> None:
 
 def test_the_command_line_resolves_devices_by_the_same_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     gpus = [0]
-    monkeypatch.setattr(engine_base, "visible_gpu_count", lambda: gpus[0])
-    assert options.resolve_device_here is engine_base.resolve_device_here  # the command line's, and campaigns'
-    assert engine_base.resolve_device_here("auto") == "cpu"
+    monkeypatch.setattr(engine_devices, "visible_gpu_count", lambda: gpus[0])
+    assert options.resolve_device_here is engine_devices.resolve_device_here  # the command line's, and campaigns'
+    assert engine_devices.resolve_device_here("auto") == "cpu"
     with pytest.raises(UsageError, match=r"--device cuda: .* sees no GPU; use --device cpu or auto"):
-        engine_base.resolve_device_here("cuda")
+        engine_devices.resolve_device_here("cuda")
     gpus[0] = 2
-    assert engine_base.resolve_device_here("auto") == engine_base.resolve_device_here("cuda") == "cuda"
+    assert engine_devices.resolve_device_here("auto") == engine_devices.resolve_device_here("cuda") == "cuda"
     with pytest.raises(UsageError, match="unknown device 'gpu'"):
-        engine_base.resolve_device_here("gpu")
-    monkeypatch.setattr(engine_base, "visible_gpu_count", lambda: pytest.fail("NVML asked about a CPU run"))
-    assert engine_base.resolve_device_here("cpu") == "cpu"
+        engine_devices.resolve_device_here("gpu")
+    monkeypatch.setattr(engine_devices, "visible_gpu_count", lambda: pytest.fail("NVML asked about a CPU run"))
+    assert engine_devices.resolve_device_here("cpu") == "cpu"
 
 
 def test_check_precision_refuses_fp16_off_the_gpu_only() -> None:

@@ -83,7 +83,7 @@ def shards(tmp_path: Path) -> str:
 def one_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """The command line resolves --device here; with one GPU visible 'auto' and 'cuda' are both a GPU, which is what
     the campaign's filter assumes of 'auto' (judged where it runs)."""
-    monkeypatch.setattr("trainbench.engines.base.visible_gpu_count", lambda: 1)
+    monkeypatch.setattr("trainbench.engines.devices.visible_gpu_count", lambda: 1)
 
 
 def combinations(axes: tuple[str, ...]) -> Iterator[dict[str, Any]]:

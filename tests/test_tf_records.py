@@ -20,7 +20,7 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"  # as the engine: the official models mu
 tf = pytest.importorskip("tensorflow")
 from trainbench.config import ModelConfig  # noqa: E402
 from trainbench.data import tf_records  # noqa: E402
-from trainbench.engines.base import builder_of  # noqa: E402
+from trainbench.engines.builders import builder_of  # noqa: E402
 from trainbench.engines.input_batches import tf_batches, tf_training_dataset  # noqa: E402
 
 

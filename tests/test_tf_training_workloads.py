@@ -24,6 +24,7 @@ from trainbench.engines.tf_engine import ENGINE
 from trainbench.engines.tf_workloads import bert as bert_builder
 from trainbench.engines.tf_workloads import transformer as transformer_builder
 from trainbench.training.loop import METRICS_FILE
+from trainbench.workloads import bert as bert_task
 
 BATCH = 16
 LOG_EVERY = 10  # steps per mean training loss
@@ -140,7 +141,7 @@ def tiny(workload: str) -> ModelConfig:
 
 def test_transformer_batch_pairs_each_sequence_with_its_translation():
     tokens = learnable_sequences(0, 3, 16, 512, seed=0)
-    source, target = transformer_builder.BUILDER.batch_from_tokens(tiny("transformer"), tokens, "/cpu:0", 0)
+    source, target = transformer_builder.BUILDER.batch_from_tokens(tiny("transformer"), tokens, "/cpu:0", np.arange(3))
     np.testing.assert_array_equal(source.numpy(), tokens)
     np.testing.assert_array_equal(target.numpy(), translated(tokens, 512))
 
@@ -148,20 +149,24 @@ def test_transformer_batch_pairs_each_sequence_with_its_translation():
 def test_bert_batch_masks_15_percent_and_targets_the_true_tokens():
     model = tiny("bert")
     tokens = learnable_sequences(0, 4, 32, 512, seed=0)
-    inputs, targets = bert_builder.BUILDER.batch_from_tokens(model, tokens, "/cpu:0", 7)
+    inputs, targets = bert_builder.BUILDER.batch_from_tokens(model, tokens, "/cpu:0", np.arange(4))
     positions, ids = inputs["masked_lm_positions"].numpy(), inputs["input_word_ids"].numpy()
     assert positions.shape == (4, 5)  # 15 % of 32
     assert (positions >= 1).all()  # never the [CLS] place
     assert all(len(set(row)) == 5 for row in positions)
-    np.testing.assert_array_equal(targets["masked_lm_ids"].numpy(), np.take_along_axis(tokens, positions, axis=1))
     masked = np.zeros_like(tokens, bool)
     np.put_along_axis(masked, positions, True, axis=1)
-    assert (ids[masked] == bert_builder.MASK_ID).all()
-    np.testing.assert_array_equal(ids[~masked], tokens[~masked])
-    # Seeded per example: the same row draws the same positions whatever batch it is in; another seed, others.
-    again, _ = bert_builder.BUILDER.batch_from_tokens(model, tokens[:2], "/cpu:0", 7)
-    np.testing.assert_array_equal(again["masked_lm_positions"].numpy(), positions[:2])
-    other, _ = bert_builder.BUILDER.batch_from_tokens(model, tokens, "/cpu:0", 8)
+    assert (ids[masked] == bert_task.MASK_ID).all()
+    # The true tokens are the targets; the first segment is kept, the second too where the pair is "is next".
+    labelled = ids.copy()
+    np.put_along_axis(labelled, positions, targets["masked_lm_ids"].numpy(), axis=1)
+    is_next = targets["next_sentence_labels"].numpy() == bert_task.IS_NEXT
+    np.testing.assert_array_equal(labelled[:, :16], tokens[:, :16])
+    np.testing.assert_array_equal(labelled[is_next], tokens[is_next])
+    # Seeded per example: the same example draws the same positions whatever batch it is in; another, others.
+    again, _ = bert_builder.BUILDER.batch_from_tokens(model, tokens[[2, 0]], "/cpu:0", np.array([2, 0]))
+    np.testing.assert_array_equal(again["masked_lm_positions"].numpy(), positions[[2, 0]])
+    other, _ = bert_builder.BUILDER.batch_from_tokens(model, tokens, "/cpu:0", np.arange(4, 8))
     assert not np.array_equal(other["masked_lm_positions"].numpy(), positions)
 
 

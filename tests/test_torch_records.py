@@ -30,7 +30,7 @@ from trainbench.data.tfrecord_writer import (
     int64_feature,
     write_shard,
 )
-from trainbench.engines.base import builder_of
+from trainbench.engines.builders import builder_of
 from trainbench.errors import UsageError
 
 KINDS: tuple[RecordKind, ...] = ("bert", "gpt2", "translation", "coco")

@@ -16,6 +16,7 @@ from trainbench.data.synthetic import learnable_sequences, translated
 from trainbench.engines.torch_engine import ENGINE
 from trainbench.engines.torch_workloads import bert, transformer
 from trainbench.errors import UsageError
+from trainbench.workloads import bert as bert_task
 
 SEQUENCE_WORKLOADS = ("transformer", "bert", "gpt2")
 BATCH = 16
@@ -109,7 +110,8 @@ def test_bert_batches_mask_each_example_the_same_way_every_time() -> None:
     inputs, targets = bert.BUILDER.batch_from_tokens(model, tokens, "cpu", np.arange(64))
     positions = inputs["masked_positions"]
     assert positions.shape == (64, 5)  # 15 % of 32
-    assert (inputs["input_ids"].gather(1, positions) == bert.MASK_ID).all()
+    assert (inputs["input_ids"].gather(1, positions) == bert_task.MASK_ID).all()
+    assert (positions > 0).all()  # never the [CLS] place
     not_next = targets["next_sentence_label"].numpy().astype(bool)
     assert 10 < not_next.sum() < 54  # about half the pairs
     # Continued pairs keep the sequence; "not next" ones keep the first half and move the second.

@@ -20,9 +20,10 @@ from torch import nn
 
 from trainbench import workloads
 from trainbench.config import BenchConfig, ModelConfig
-from trainbench.engines.base import WorkloadBuilder
+from trainbench.engines.builders import WorkloadBuilder
 from trainbench.engines.torch_engine import ENGINE, _cloned, _tensors
 from trainbench.engines.torch_workloads import flops, retinanet
+from trainbench.workloads import bert as bert_task
 
 TORCH_WORKLOADS = tuple(workload.name for workload in workloads.all_workloads() if "torch" in workload.frameworks)
 BATCH = 2
@@ -111,8 +112,9 @@ def test_batches_are_random_tokens_and_valid_boxes() -> None:
     positions = inputs["masked_positions"]
     assert positions.shape == (4, round(0.15 * bert.param("seq_len")))
     assert all(len(set(row)) == len(row) for row in positions.tolist())  # distinct positions in each sequence
-    assert (inputs["input_ids"].gather(1, positions) == 103).all()  # [MASK] where the labels are
-    assert (inputs["input_ids"] == 103).sum() >= positions.numel()
+    assert (inputs["input_ids"].gather(1, positions) == bert_task.MASK_ID).all()  # [MASK] where the labels are
+    assert (inputs["input_ids"] == bert_task.MASK_ID).sum() == positions.numel()  # and nowhere else
+    assert (positions > 0).all()  # never the [CLS] place
     assert set(targets["next_sentence_label"].tolist()) <= {0, 1}
     detector = ModelConfig(workload="retinanet", size="tiny", device="cpu")
     images, boxes = builder(detector).synthetic_batch(detector, 4, "cpu", 0)

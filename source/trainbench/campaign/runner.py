@@ -44,7 +44,7 @@ from trainbench.campaign.table import (
     write_campaign_table,
 )
 from trainbench.config import BenchConfig
-from trainbench.engines.base import resolve_device_here
+from trainbench.engines.devices import resolve_device_here
 from trainbench.errors import UsageError, os_reason
 from trainbench.profile.run import run_profile
 from trainbench.results.files import write_json_atomic

@@ -41,7 +41,7 @@ from trainbench.config import (
 )
 from trainbench.data.model_data import with_data
 from trainbench.data.source import open_source
-from trainbench.engines.base import resolve_device_here
+from trainbench.engines.devices import resolve_device_here
 from trainbench.errors import UsageError
 
 # --- option types: every number and list is checked where it is parsed, so the error names the option ---------

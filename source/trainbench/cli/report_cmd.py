@@ -12,9 +12,7 @@ import argparse
 from pathlib import Path
 
 from trainbench.cli.options import path_text
-
-OUTPUT = "report.html"
-RANKING = "ranking.csv"  # beside the page: every measured setting, ranked (the page's ranking table)
+from trainbench.results.layout import REPORT_PAGE
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,8 +28,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "statistics. The last line printed is the page's file.")
     parser.add_argument("dirs", nargs="+", type=path_text, metavar="DIR",
                         help="folders searched for runs, profiles, campaigns, variability studies, models, training")
-    parser.add_argument("-o", "--output", type=path_text, default=OUTPUT, metavar="FILE",
-                        help=f"the HTML file (default ./{OUTPUT}), or an existing folder to write {OUTPUT} into; "
+    parser.add_argument("-o", "--output", type=path_text, default=REPORT_PAGE, metavar="FILE",
+                        help=f"the HTML file (default ./{REPORT_PAGE}), or an existing folder to write "
+                        f"{REPORT_PAGE} into; "
                         "nothing is overwritten: a name that is taken gets -1, -2... before its suffix")
     parser.set_defaults(run=run)
 

@@ -32,7 +32,6 @@ import pandas as pd
 
 from trainbench.analysis.variability import across, load_runs, per_gpu, read_plan
 from trainbench.campaign.table import CampaignRuns, campaign_runs, campaign_summary, runs_table
-from trainbench.cli.report_cmd import OUTPUT, RANKING
 from trainbench.errors import UsageError, os_reason
 from trainbench.profile.ncu import read_kernel_table
 from trainbench.profile.nsys import TIMELINE_SUFFIX, read_timeline_summary
@@ -57,6 +56,8 @@ from trainbench.results.layout import (
     ENV,
     MODEL,
     PROFILE,
+    RANKING_CSV,
+    REPORT_PAGE,
     SUMMARY,
     TRAIN_CONFIG,
     batch_file,
@@ -410,7 +411,7 @@ def output_file(text: str) -> Path:
     a file name needs its folder to exist. UsageError, naming the option, otherwise."""
     path = Path(text)
     if path.is_dir():
-        return path / OUTPUT
+        return path / REPORT_PAGE
     if text.endswith(("/", os.sep)):
         raise UsageError(f"-o {text}: no such folder (the page is written into an existing folder, or to a file name)")
     if not path.parent.is_dir():
@@ -465,7 +466,8 @@ def write_ranking(page: Path, data: ReportData) -> Path | None:
     frame = data.measured if data.measured is not None else measured_rows(data)
     if frame.empty:
         return None
-    return write_new(page.with_name(RANKING), neutral_frame(csv_frame(frame)).to_csv(index=False, lineterminator="\n"))
+    ranking = neutral_frame(csv_frame(frame)).to_csv(index=False, lineterminator="\n")
+    return write_new(page.with_name(RANKING_CSV), ranking)
 
 
 def make_report(folders: list[Path], output: Path) -> tuple[Path, ReportData, Path | None]:
@@ -477,7 +479,7 @@ def make_report(folders: list[Path], output: Path) -> tuple[Path, ReportData, Pa
         why = f" ({'; '.join(data.skipped)})" if data.skipped else ""
         raise UsageError(f"{', '.join(map(str, folders))}: nothing to report (no run, profile, campaign, variability "
                          f"folder, model or training run){why}")
-    page = write_new(output / OUTPUT if output.is_dir() else output, render(data))
+    page = write_new(output / REPORT_PAGE if output.is_dir() else output, render(data))
     return page, data, write_ranking(page, data)
 
 

@@ -1,30 +1,18 @@
 """The interface every framework engine implements, and the rules both engines share.
 
 The benchmark harness (``trainbench.bench``) only sees ``Engine`` and ``StepRunner``; it never imports a framework.
-The functions below are framework-free on purpose: each engine passes in what its framework sees (its GPU count),
-so a device, a step count or a refusal is decided by one rule whichever framework runs.
+The functions below are framework-free on purpose, so a step count or what weight decay covers is decided by one
+rule whichever framework runs (the device rules: ``engines.devices``; the builders' protocol: ``engines.builders``).
 """
 
 from __future__ import annotations
 
-import importlib
 import math
+import re
 from typing import Any, NamedTuple, Protocol
 
-from trainbench.config import (
-    DEVICES,
-    BenchConfig,
-    Device,
-    ModelConfig,
-    Precision,
-    TrainConfig,
-    choice,
-    problems,
-    refuse,
-)
+from trainbench.config import BenchConfig, TrainConfig
 from trainbench.engines.capabilities import Capabilities
-from trainbench.errors import UsageError
-from trainbench.telemetry.nvml import visible_gpu_count
 from trainbench.training.trainer import Trainer
 
 # Complete checkpoints kept in a run's checkpoint folder: the newest ones, older ones deleted after each save.
@@ -54,31 +42,6 @@ class StepRunner(Protocol):
         """Block until the device has finished all work queued so far."""
 
 
-Batch = tuple[Any, Any]  # (inputs, targets): tensors or dicts of tensors of fixed shapes
-
-
-class WorkloadBuilder(Protocol):
-    """What a workload brings to one engine (engines/<framework>_workloads/<name>.py defines BUILDER; the
-    descriptor's ``builders`` names that module). The engine keeps precision, compile/XLA, CUDA graphs, DDP or
-    strategies and synchronisation; the builder brings what is about the network. Typed with Any so that this
-    module imports no framework."""
-
-    def build(self, model: ModelConfig) -> Any:
-        """The network, from model.seed, at model.size (dims from model.spec.dims(model.size)) and model.params()."""
-
-    def synthetic_batch(self, model: ModelConfig, batch_size: int, device: Any, seed: int) -> Batch:
-        """One batch of random inputs and targets of fixed shapes, made on the device outside every window."""
-
-    def loss(self, network: Any, batch: Batch, smoothing: float) -> Any:
-        """Forward pass and mean training loss over the batch; the engine adds autocast or tape and the update."""
-
-
-def builder_of(model: ModelConfig) -> Any:
-    """The workload's builder for the model's framework: the module its descriptor names, imported here, in the
-    worker (descriptors import no framework). Each engine types it as its own builder protocol."""
-    return importlib.import_module(model.spec.builders[model.framework]).BUILDER
-
-
 class Engine(Protocol):
     name: str
     capabilities: Capabilities  # what the harness knows of this framework without importing it (its static record)
@@ -94,31 +57,18 @@ class Engine(Protocol):
         """Build the network, optimizer and the training and evaluation input for end-to-end training."""
 
 
-# --- rules shared by the engines (and the command line) ---------------------------------------------------------
+# --- rules shared by the engines ---------------------------------------------------------------------------------
 
 
-def resolve_device(requested: str, gpu_count: int, seen_by: str) -> Device:
-    """'auto' -> 'cuda' when ``seen_by`` (a framework, the driver) sees a GPU, else 'cpu'; 'cuda' without a GPU and
-    an unknown name are UsageErrors."""
-    device = choice("device", requested, DEVICES)
-    if device == "auto":
-        return "cuda" if gpu_count > 0 else "cpu"
-    if device == "cuda" and gpu_count <= 0:
-        raise UsageError(f"--device cuda: {seen_by} sees no GPU; use --device cpu or auto")
-    return device
-
-
-def resolve_device_here(requested: str) -> Device:
-    """The device as the driver offers it on this machine (NVML, after CUDA_VISIBLE_DEVICES), before any framework
-    loads: for the command line and for each run of a campaign (on the node it runs on)."""
-    gpus = visible_gpu_count() if requested in ("auto", "cuda") else 0  # NVML only where the answer needs it
-    return resolve_device(requested, gpus, "the driver (NVML, after CUDA_VISIBLE_DEVICES)")
-
-
-def check_precision(precision: Precision, device: str) -> None:
-    """config.problems' precision rule (fp16 needs a GPU) on the device 'auto' resolved to: ModelConfig judged an
-    explicit --device cpu when it was built."""
-    refuse(problems(ModelConfig(precision=precision), device=device))
+def is_decayed(name: str, shape: tuple[int, ...]) -> bool:
+    """Whether weight decay covers a parameter, in both engines and under both optimizers: weight matrices,
+    embeddings and convolution kernels (rank 2 and up), never biases or normalisation scales. BERT's AdamW
+    (exclude_from_weight_decay: LayerNorm, bias) and tf-models' kernel regularisers leave the latter out;
+    torchvision's ResNet recipe decays them too, but one rule keeps a cross-framework comparison the same
+    arithmetic. The name is asked too because TensorFlow's attention keeps its biases per head, of rank 2
+    (``.../query/bias:0``, shape [heads, head size]); torch's (``...query.bias``) are of rank 1."""
+    leaf = re.split(r"[/.]", name.split(":")[0])[-1]
+    return len(shape) >= 2 and leaf != "bias"
 
 
 def steps_for(examples: int, global_batch: int, given: int | None) -> int:

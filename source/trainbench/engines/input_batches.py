@@ -15,6 +15,7 @@ from trainbench import workloads
 from trainbench.config import ModelConfig
 from trainbench.data.record_schemas import WORKLOAD_KINDS
 from trainbench.data.source import TFRECORDS, DataSource, RecordFormat, record_format, tfrecords_only
+from trainbench.engines.builders import builder_of
 from trainbench.engines.launchers import process_place
 from trainbench.errors import UsageError
 
@@ -66,7 +67,6 @@ def tf_training_dataset(source: DataSource, model: ModelConfig, batch_size: int,
         from trainbench.data import tf_pipeline
 
         return tf_pipeline.training_dataset(files, batch_size, model.param("image_size"), model.seed, threads)
-    from trainbench.engines.base import builder_of  # here: base imports capabilities, which imports this module
 
     # The builder first: its package sets TF_USE_LEGACY_KERAS before TensorFlow is imported.
     builder: TfRecordBuilder | None = builder_of(model) if "tf" in model.spec.builders else None

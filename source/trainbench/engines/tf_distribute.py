@@ -24,7 +24,7 @@ os.environ.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
 import tensorflow as tf
 
 from trainbench.config import ModelConfig
-from trainbench.engines.base import check_precision, resolve_device
+from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.errors import UsageError
 
 StrategyKind = Literal["one_device", "mirrored", "multi_worker"]

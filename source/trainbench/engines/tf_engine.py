@@ -9,10 +9,10 @@ Training step (shared by the benchmark runner and the trainer), per replica:
 - loss = the builder's mean loss over the replica's examples (ResNet-50: categorical cross-entropy with label
   smoothing on the model's float32 softmax), divided by the number of replicas, so gradients all-reduced (summed)
   over replicas are those of the global mean;
-- weight decay: the penalty ``weight_decay * sum(||w||^2) / 2`` is added here, over the builder's ``decayed``
-  variables (ResNet-50: exactly those the official model's own regulariser would cover, convolution kernels and the
-  classifier's kernel and bias, not batch norm; the model is built without it). Its gradient is
-  ``weight_decay * w``, the same as ``torch.optim.SGD(weight_decay=...)``;
+- weight decay: the penalty ``weight_decay * sum(||w||^2) / 2`` is added here, over the variables
+  ``engines.base.is_decayed`` names, as torch's engine decays (kernels, matrices and embeddings, not biases or norms:
+  the official ResNet-50 is built without its own regulariser). Its gradient is ``weight_decay * w``, the same as
+  ``torch.optim.SGD(weight_decay=...)``; AdamW decays the same variables itself;
 - tf_keras SGD with momentum; ``mixed_float16`` adds a dynamic ``LossScaleOptimizer``;
 - ``tf.function``, with ``jit_compile=True`` when ``ModelConfig.xla`` (XLA is then also used for the optimizer's
   update; with ``xla=False`` nothing is XLA-compiled).
@@ -56,7 +56,8 @@ from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainCo
 from trainbench.data import tf_pipeline
 from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
-from trainbench.engines.base import CHECKPOINTS_KEPT, Batch, Span, builder_of, steps_for, synthetic_split
+from trainbench.engines.base import CHECKPOINTS_KEPT, Span, is_decayed, steps_for, synthetic_split
+from trainbench.engines.builders import Batch, builder_of
 from trainbench.engines.capabilities import TENSORFLOW
 from trainbench.engines.input_batches import tf_training_dataset
 from trainbench.engines.tf_distribute import make_strategy, world_record
@@ -93,11 +94,15 @@ class _Parts:
     global_batch: int
 
 
-def _optimizer(config: OptimizerConfig, learning_rate: float, xla: bool) -> tf_keras.optimizers.Optimizer:
-    """SGD with momentum (weight decay as an L2 penalty in the loss), or AdamW with decoupled weight decay."""
+def _optimizer(config: OptimizerConfig, learning_rate: float, xla: bool,
+               undecayed: list[tf.Variable]) -> tf_keras.optimizers.Optimizer:
+    """SGD with momentum (weight decay as an L2 penalty in the loss), or AdamW with decoupled weight decay, which
+    leaves ``undecayed`` alone."""
     if config.name == "adamw":
-        return tf_keras.optimizers.AdamW(learning_rate=learning_rate, weight_decay=config.weight_decay,
-                                         jit_compile=xla)
+        optimizer = tf_keras.optimizers.AdamW(learning_rate=learning_rate, weight_decay=config.weight_decay,
+                                              jit_compile=xla)
+        optimizer.exclude_from_weight_decay(var_list=undecayed)
+        return optimizer
     return tf_keras.optimizers.SGD(learning_rate=learning_rate, momentum=config.momentum, jit_compile=xla)
 
 
@@ -110,13 +115,14 @@ def _build_parts(
     tf_keras.utils.set_random_seed(model.seed)  # same initial weights for the same seed (python, numpy, tf)
     with _policy(model.precision), strategy.scope():
         network = builder.build(model)
-        optimizer = _optimizer(optimizer_config, optimizer_config.learning_rate(global_batch), model.xla)
+        variables = network.trainable_variables
+        decayed = [variable for variable in variables if is_decayed(variable.name, tuple(variable.shape))]
+        undecayed = [variable for variable in variables if not is_decayed(variable.name, tuple(variable.shape))]
+        optimizer = _optimizer(optimizer_config, optimizer_config.learning_rate(global_batch), model.xla, undecayed)
         if model.precision == "fp16":
             optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
         # Create the momentum slots now, not at the first step: a checkpoint then restores into them immediately.
         optimizer.build(network.trainable_variables)
-    variables = network.trainable_variables
-    decayed = builder.decayed(network)
     # SGD: the L2 penalty in the loss (torch's SGD(weight_decay=) gradient); AdamW decays the weights itself.
     weight_decay = optimizer_config.weight_decay if optimizer_config.name == "sgd" else 0.0
     smoothing = optimizer_config.label_smoothing
@@ -324,8 +330,9 @@ def _learnable_examples(model: ModelConfig, builder: TfWorkloadBuilder, span: Sp
     vocab = model.spec.dims(model.size)["vocab"]
     tokens = learnable_sequences(*span, model.param("seq_len"), vocab, model.seed)
     sequences = cast(TfSequenceBuilder, builder)  # every sequence workload's builder is one
-    # Seeded by the span's start too: the evaluation set draws its masks apart from the training set's.
-    return sequences.batch_from_tokens(model, _padded(tokens, batch), "/cpu:0", model.seed + span.start)
+    padded = _padded(tokens, batch)
+    # Each row's indices in the set (padding rows: past the span's end) seed what is drawn for it (BERT's masks).
+    return sequences.batch_from_tokens(model, padded, "/cpu:0", span.start + np.arange(len(padded)))
 
 
 def _synthetic_datasets(

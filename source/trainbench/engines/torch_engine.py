@@ -38,17 +38,10 @@ from trainbench.config import (
 )
 from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
-from trainbench.engines.base import (
-    CHECKPOINTS_KEPT,
-    Span,
-    WorkloadBuilder,
-    builder_of,
-    check_precision,
-    resolve_device,
-    steps_for,
-    synthetic_split,
-)
+from trainbench.engines.base import CHECKPOINTS_KEPT, Span, is_decayed, steps_for, synthetic_split
+from trainbench.engines.builders import WorkloadBuilder, builder_of
 from trainbench.engines.capabilities import TORCH
+from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.engines.launchers import process_place
 from trainbench.engines.torch_workloads import flops
 from trainbench.engines.torch_workloads.resnet50 import classification_loss
@@ -130,12 +123,34 @@ def _autocast(device_type: str, dtype: torch.dtype | None) -> torch.autocast:
     return torch.autocast(device_type, dtype=dtype, enabled=dtype is not None)
 
 
+def _parameter_groups(network: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """The decayed parameters (``is_decayed``), then the others with no decay: two groups, each in network order."""
+    named = list(network.named_parameters())
+    return [{"params": [p for name, p in named if is_decayed(name, tuple(p.shape))], "weight_decay": weight_decay},
+            {"params": [p for name, p in named if not is_decayed(name, tuple(p.shape))], "weight_decay": 0.0}]
+
+
 def _optimizer(network: nn.Module, config: OptimizerConfig, learning_rate: float) -> torch.optim.Optimizer:
-    """SGD with momentum and L2 weight decay on every parameter, or AdamW with decoupled weight decay."""
+    """SGD with momentum and L2 weight decay, or AdamW with decoupled weight decay, on the decayed parameters."""
+    groups = _parameter_groups(network, config.weight_decay)
     if config.name == "adamw":
-        return torch.optim.AdamW(network.parameters(), lr=learning_rate, weight_decay=config.weight_decay)
-    return torch.optim.SGD(network.parameters(), lr=learning_rate, momentum=config.momentum,
-                           weight_decay=config.weight_decay)
+        return torch.optim.AdamW(groups, lr=learning_rate, weight_decay=config.weight_decay)
+    return torch.optim.SGD(groups, lr=learning_rate, momentum=config.momentum, weight_decay=config.weight_decay)
+
+
+def _grouped_state(saved: dict[str, Any], network: nn.Module, weight_decay: float) -> dict[str, Any]:
+    """An optimizer state as ``_optimizer`` groups it today. Checkpoints written before weight decay left out the
+    biases and norms hold one group of every parameter in network order: their per-parameter state (momentum, Adam
+    moments) is renumbered into the two groups, so such a run still resumes."""
+    if len(saved["param_groups"]) != 1:
+        return saved
+    (old,) = saved["param_groups"]
+    decays = [is_decayed(name, tuple(p.shape)) for name, p in network.named_parameters()]
+    order = [i for i, decay in enumerate(decays) if decay] + [i for i, decay in enumerate(decays) if not decay]
+    renumbered = {old_index: new_index for new_index, old_index in enumerate(order)}
+    groups = [{**old, "params": list(range(sum(decays))), "weight_decay": weight_decay},
+              {**old, "params": list(range(sum(decays), len(decays))), "weight_decay": 0.0}]
+    return {"state": {renumbered[int(k)]: v for k, v in saved["state"].items()}, "param_groups": groups}
 
 
 @dataclass
@@ -409,6 +424,7 @@ class _Trainer:
         self._device = device
         self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device, wrap)
         self._smoothing = config.optimizer.label_smoothing
+        self._weight_decay = config.optimizer.weight_decay
         self.global_batch = config.batch_size
         self.is_primary = self._rank == 0
         self._local_batch = config.batch_size // self._world
@@ -585,7 +601,7 @@ class _Trainer:
         state = torch.load(path, map_location=self._device, weights_only=True)
         parts = self._parts
         parts.network.load_state_dict(state["model"])
-        parts.optimizer.load_state_dict(state["optimizer"])
+        parts.optimizer.load_state_dict(_grouped_state(state["optimizer"], parts.network, self._weight_decay))
         if parts.scaler is not None and state["scaler"] is not None:
             parts.scaler.load_state_dict(state["scaler"])
         if not self._real_data:

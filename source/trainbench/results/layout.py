@@ -15,6 +15,7 @@ Writers and readers import these names; no other module spells them (a test scan
   finished one holds a result that counts: every reader leaves files under the others out (``in_unfinished_run``).
 - A training run's folder: ``TRAIN_CONFIG``, ``METRICS`` (one line per epoch), ``FAILURES``, ``ENV``.
 - A performance model's folder (``trainbench model``): ``MODEL``, ``MEASUREMENTS``, ``MODEL_PLOT``.
+- The report (``trainbench report``): ``REPORT_PAGE`` and, beside it, ``RANKING_CSV``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,10 @@ FAILURES = "failures.jsonl"
 MODEL = "model.json"
 MEASUREMENTS = "measurements.csv"
 MODEL_PLOT = "model.png"
+
+# the report (``trainbench report``): the page, and beside it every measured setting, ranked (the page's ranking)
+REPORT_PAGE = "report.html"
+RANKING_CSV = "ranking.csv"
 
 RUN_FILES = (SUMMARY, SUMMARY_CSV, STEPS, ENV, PROFILE, CAMPAIGN, CAMPAIGN_RUN, RESULTS, TRAIN_CONFIG, METRICS,
              FAILURES, MODEL, MEASUREMENTS)  # the names no other module spells

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from trainbench.workloads import Param, Size, Workload, register
 
 RETINANET = register(Workload(
@@ -31,3 +33,16 @@ RETINANET = register(Workload(
     # Trainable batch norm in the backbone (torchvision's factory freezes it: 34,014,999); TF's heads differ slightly.
     parameters={"torch": 34_068_119, "tf": 34_091_159},
 ))
+
+
+def synthetic_boxes(batch_size: int, count: int, size: int, num_classes: int, seed: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The throughput benchmark's objects, the same in both frameworks: float32 [batch, count, 4] boxes (x1, y1, x2,
+    y2) in pixels inside a size x size image, each side 1/16 to 1/2 of the image's, and int64 [batch, count] labels
+    in 1..num_classes-1 (0 is the background to both references), drawn by ``seed``. Each builder puts them in its
+    model's order (TensorFlow's: y first) and labels its anchors with them."""
+    random = np.random.default_rng(seed)
+    sides = random.uniform(size / 16, size / 2, (batch_size, count, 2))
+    corners = random.uniform(0.0, 1.0, (batch_size, count, 2)) * (size - sides)
+    boxes = np.concatenate([corners, corners + sides], axis=-1).astype(np.float32)
+    return boxes, random.integers(1, num_classes, (batch_size, count), dtype=np.int64)

@@ -3,6 +3,8 @@ category. Shared source/target embeddings that also project the decoder's output
 
 from __future__ import annotations
 
+import numpy as np
+
 from trainbench.workloads import Param, Size, Workload, register
 
 TRANSFORMER = register(Workload(
@@ -29,3 +31,12 @@ TRANSFORMER = register(Workload(
     # torch - tf = 36,864: nn.Transformer's attention projection biases, which TF's reference does not have.
     parameters={"torch": 61_399_040, "tf": 61_362_176},
 ))
+
+
+def synthetic_pair(batch_size: int, length: int, vocab: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The throughput benchmark's batch, the same in both frameworks: (source, target) int64 [batch, length] of
+    random ids in 1..vocab-1, drawn by ``seed``; id 0 is padding to both references' losses, so none is made. Each
+    builder feeds the target to its decoder as it feeds a real one (after a start token, shifted right)."""
+    random = np.random.default_rng(seed)
+    source = random.integers(1, vocab, (batch_size, length), dtype=np.int64)
+    return source, random.integers(1, vocab, (batch_size, length), dtype=np.int64)

@@ -1,7 +1,7 @@
 """TensorFlow builders of the workloads (workloads/<name>.py names each module in ``builders["tf"]``).
 
-Each module defines ``BUILDER``: engines/base.WorkloadBuilder (build, synthetic_batch, loss) plus ``decayed``, the
-variables the engine's weight-decay penalty covers, and ``eval_outputs``, what the trainer's evaluation reads. The
+Each module defines ``BUILDER``: engines/builders.WorkloadBuilder (build, synthetic_batch, loss) plus ``eval_outputs``,
+what the trainer's evaluation reads (the engine decides what weight decay covers: ``engines.base.is_decayed``). The
 sequence workloads' builders also make training batches from learnable token sequences (``batch_from_tokens``),
 and those of BERT, the Transformer and RetinaNet from their converted records (``batch_from_features``).
 tf_engine imports a builder only in a worker, inside its strategy scope and precision policy; the builder knows the
@@ -20,14 +20,11 @@ import numpy as np
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 
 from trainbench.config import ModelConfig
-from trainbench.engines.base import Batch, WorkloadBuilder
+from trainbench.engines.builders import Batch, WorkloadBuilder
 
 
 class TfWorkloadBuilder(WorkloadBuilder, Protocol):
-    """What tf_engine needs beyond the shared protocol: the weight-decayed variables."""
-
-    def decayed(self, network: Any) -> list[Any]:
-        """The variables the engine adds ``weight_decay * ||w||^2 / 2`` for (never batch or layer norm)."""
+    """What tf_engine needs beyond the shared protocol: what its evaluation reads."""
 
     def eval_outputs(self, network: Any, batch: Batch, smoothing: float) -> tuple[Any, Any, Any]:
         """Inference on an evaluation batch of B examples: (the training criterion per example [B], float32 scores
@@ -38,9 +35,10 @@ class TfWorkloadBuilder(WorkloadBuilder, Protocol):
 class TfSequenceBuilder(TfWorkloadBuilder, Protocol):
     """A sequence workload's builder: trainable on learnable token sequences (``data.synthetic``)."""
 
-    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: Any, seed: int) -> Batch:
+    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: Any, examples: np.ndarray) -> Batch:
         """``synthetic_batch``'s format built from these sequences (int64 [B, seq_len], no token 0) instead of random
-        ids, on the device; whatever else it draws (masked positions) is seeded per example by (seed, row)."""
+        ids, on the device; ``examples`` are their indices in the learnable set, which seed whatever else is random
+        about a row (BERT's masked positions), so an example is the same row in any batch (as torch's builders)."""
 
 
 class TfRecordBuilder(TfWorkloadBuilder, Protocol):
@@ -49,9 +47,3 @@ class TfRecordBuilder(TfWorkloadBuilder, Protocol):
     def batch_from_features(self, features: dict[str, Any], model: ModelConfig) -> Batch:
         """``synthetic_batch``'s structure from a batch of parsed records (``data.tf_records.training_dataset``);
         called inside the tf.data pipeline (graph mode), so TensorFlow ops only."""
-
-
-def matrices(network: Any) -> list[Any]:
-    """Weight matrices and convolution kernels (rank >= 2): biases and normalisation scales are left out, as in
-    BERT's AdamW (exclude_from_weight_decay: LayerNorm, bias) and the official vision models' kernel regularisers."""
-    return [variable for variable in network.trainable_variables if len(variable.shape) >= 2]

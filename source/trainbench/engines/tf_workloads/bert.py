@@ -8,9 +8,9 @@ head, and Hugging Face's ``BertForPreTraining`` (``BertPooler`` + ``seq_relation
 more parameters than the PyTorch network. The loss is ``MaskedLMTask.build_losses``': the masked-LM cross-entropy
 averaged over the weighted masked positions plus the next-sentence cross-entropy averaged over the batch.
 
-Trained end to end on learnable sequences (``data.synthetic``): 15 % of each sequence's positions (never the first,
-BERT's [CLS] place) are replaced by [MASK] and predicted from their neighbours; the second segment always continues
-the first, so every next-sentence label is "is next" (0).
+Synthetic and learnable batches hold the task of ``workloads.bert`` (the same arrays as PyTorch's): 15 % of each
+sequence's positions (never the first, BERT's [CLS] place) replaced by [MASK] and predicted from their neighbours,
+and half the pairs "not next", their second segment moved so that it no longer continues the first.
 
 With real data (``--data``: bert records, ``data.tf_records``), ``batch_from_features`` feeds the records' own
 masking (at most ``max_predictions_per_seq`` positions, padded with weight 0) and next-sentence labels.
@@ -27,23 +27,30 @@ from official.modeling import tf_utils
 from official.nlp.modeling import models, networks
 
 from trainbench.config import ModelConfig
-from trainbench.engines.base import Batch
-from trainbench.engines.tf_workloads import matrices
-from trainbench.workloads.bert import masked_count
+from trainbench.engines.builders import Batch
+from trainbench.workloads.bert import PretrainingArrays, learnable_pretraining, synthetic_pretraining
 
 BUILD_SEED_OFFSET = 2_000_003
 INITIALIZER_RANGE = 0.02  # BERT's truncated-normal stddev (the task's mlm_initializer_range)
-MASK_ID = 0  # [MASK] in batch_from_tokens' inputs: the learnable sequences never hold token 0
-IS_NEXT = 0  # the next-sentence label of a second segment that continues the first
 
 
-def masked_positions(rows: int, seq_len: int, seed: int) -> np.ndarray:
-    """int64 [rows, masked_count]: each row's distinct positions in 1..seq_len-1, ascending, drawn by (seed, row)."""
-    candidates, masked = np.arange(1, seq_len), masked_count(seq_len)
-    positions = np.zeros((rows, masked), np.int64)
-    for row in range(rows):
-        positions[row] = np.sort(np.random.default_rng((seed, row)).choice(candidates, masked, replace=False))
-    return positions
+def pretraining_batch(arrays: PretrainingArrays, device: Any) -> Batch:
+    """The task's arrays (``workloads.bert``) as the pretrainer's inputs and ``loss``'s targets, on the device;
+    every masked position counts (weight 1) and no position is padding (mask 1)."""
+    rows, seq_len = arrays.input_ids.shape
+    with tf.device(device):
+        inputs = {
+            "input_word_ids": tf.constant(arrays.input_ids, tf.int32),
+            "input_mask": tf.ones((rows, seq_len), tf.int32),
+            "input_type_ids": tf.constant(arrays.type_ids, tf.int32),
+            "masked_lm_positions": tf.constant(arrays.masked_positions, tf.int32),
+        }
+        targets = {
+            "masked_lm_ids": tf.constant(arrays.masked_ids, tf.int32),
+            "masked_lm_weights": tf.ones(arrays.masked_ids.shape, tf.float32),
+            "next_sentence_labels": tf.constant(arrays.next_sentence, tf.int32),
+        }
+        return inputs, targets
 
 
 class NextSentence(tf_keras.layers.Layer):
@@ -85,51 +92,15 @@ class BertBuilder:
         return network
 
     def synthetic_batch(self, model: ModelConfig, batch_size: int, device: Any, seed: int) -> Batch:
-        """Random ids (two segments), and 15 % distinct random positions (never [CLS]) masked with random ids."""
+        """Random sentence pairs made into the pre-training task (``workloads.bert.synthetic_pretraining``)."""
         vocab, seq_len = model.spec.dims(model.size)["vocab"], model.param("seq_len")
-        masked = masked_count(seq_len)
-        with tf.device(device):
-            shape = (batch_size, seq_len)
-            type_ids = tf.cast(tf.range(seq_len) >= seq_len // 2, tf.int32)
-            # Distinct positions per sequence: the first `masked` of a random permutation of 1..seq_len-1.
-            order = tf.argsort(tf.random.uniform((batch_size, seq_len - 1), seed=seed), axis=1)
-            positions = tf.sort(order[:, :masked] + 1, axis=1)
-            inputs = {
-                "input_word_ids": tf.random.uniform(shape, 1, vocab, tf.int32, seed=seed),
-                "input_mask": tf.ones(shape, tf.int32),
-                "input_type_ids": tf.broadcast_to(type_ids, shape),
-                "masked_lm_positions": positions,
-            }
-            targets = {
-                "masked_lm_ids": tf.random.uniform((batch_size, masked), 1, vocab, tf.int32, seed=seed + 1),
-                "masked_lm_weights": tf.ones((batch_size, masked), tf.float32),
-                "next_sentence_labels": tf.random.uniform((batch_size,), 0, 2, tf.int32, seed=seed + 2),
-            }
-            return inputs, targets
+        return pretraining_batch(synthetic_pretraining(batch_size, seq_len, vocab, seed), device)
 
-    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: Any, seed: int) -> Batch:
-        """synthetic_batch's format from these sequences: each row's masked positions drawn by its own generator
-        (seed, row), [MASK] in the input at them, the true tokens as their targets."""
-        rows, seq_len = tokens.shape
-        masked = masked_count(seq_len)
-        positions = masked_positions(rows, seq_len, seed)
-        targets = np.take_along_axis(tokens, positions, axis=1)
-        word_ids = tokens.copy()
-        np.put_along_axis(word_ids, positions, MASK_ID, axis=1)
-        type_ids = (np.arange(seq_len) >= seq_len // 2).astype(np.int32)
-        with tf.device(device):
-            inputs = {
-                "input_word_ids": tf.constant(word_ids, tf.int32),
-                "input_mask": tf.ones((rows, seq_len), tf.int32),
-                "input_type_ids": tf.constant(np.broadcast_to(type_ids, (rows, seq_len))),
-                "masked_lm_positions": tf.constant(positions, tf.int32),
-            }
-            labels = {
-                "masked_lm_ids": tf.constant(targets, tf.int32),
-                "masked_lm_weights": tf.ones((rows, masked), tf.float32),
-                "next_sentence_labels": tf.fill((rows,), IS_NEXT),
-            }
-            return inputs, labels
+    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: Any, examples: np.ndarray) -> Batch:
+        """Learnable sentence pairs (``workloads.bert.learnable_pretraining``: the masked positions, the [MASK] id
+        and the "not next" pairs decided there, the same as PyTorch's)."""
+        vocab = model.spec.dims(model.size)["vocab"]
+        return pretraining_batch(learnable_pretraining(tokens, examples, model.seed, vocab), device)
 
     def batch_from_features(self, features: dict[str, tf.Tensor], model: ModelConfig) -> Batch:
         """synthetic_batch's format from a batch of bert records (``data.tf_records``): the records' own masked
@@ -173,9 +144,6 @@ class BertBuilder:
             labels["next_sentence_labels"], tf.cast(outputs["next_sentence"], tf.float32), from_logits=True)
         vocab = mlm_logits.shape[-1]
         return mlm_loss + sentence_loss, tf.reshape(mlm_logits, (-1, vocab)), tf.reshape(labels["masked_lm_ids"], (-1,))
-
-    def decayed(self, network: tf_keras.Model) -> list[tf.Variable]:
-        return matrices(network)
 
 
 BUILDER = BertBuilder()

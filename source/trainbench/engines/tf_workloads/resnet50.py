@@ -3,7 +3,7 @@
 The builder fixes the input at 224x224; for other sizes the same model is cloned onto a new ``Input``
 (``tf_keras.models.clone_model``): identical layers and configuration, only the input shape differs (the network
 ends in global average pooling, so any size >= 32 works). It is built with ``use_l2_regularizer=False``: the
-engine adds the weight-decay penalty over ``decayed`` (what the model's own regulariser would cover), so that
+engine adds the weight-decay penalty over the kernels (``engines.base.is_decayed``, as torch's engine), so that
 ``OptimizerConfig.weight_decay`` applies (the built-in one is fixed at 1e-4 and twice as strong in the gradient).
 """
 
@@ -16,7 +16,7 @@ import tf_keras
 from official.legacy.image_classification.resnet import resnet_model
 
 from trainbench.config import ModelConfig
-from trainbench.engines.base import Batch
+from trainbench.engines.builders import Batch
 
 
 class ResNet50Builder:
@@ -51,16 +51,6 @@ class ResNet50Builder:
         one_hot = tf.one_hot(labels, network.output_shape[-1])
         losses = tf_keras.losses.categorical_crossentropy(one_hot, probabilities, label_smoothing=smoothing)
         return losses, probabilities, labels
-
-    def decayed(self, network: tf_keras.Model) -> list[tf.Variable]:
-        """The variables the official model's L2 regulariser would cover: conv kernels, the classifier's weights."""
-        variables: list[tf.Variable] = []
-        for layer in network.layers:
-            if isinstance(layer, tf_keras.layers.Conv2D):
-                variables.append(layer.kernel)
-            elif isinstance(layer, tf_keras.layers.Dense):
-                variables.extend([layer.kernel, layer.bias])
-        return variables
 
 
 BUILDER = ResNet50Builder()

@@ -29,8 +29,8 @@ from official.vision.tasks import retinanet as retinanet_task
 
 from trainbench.config import ModelConfig
 from trainbench.data.tf_records import PADDING_CLASS
-from trainbench.engines.base import Batch
-from trainbench.engines.tf_workloads import matrices
+from trainbench.engines.builders import Batch
+from trainbench.workloads.retinanet import synthetic_boxes
 
 MIN_LEVEL, MAX_LEVEL = 3, 7
 NUM_SCALES, ASPECT_RATIOS, ANCHOR_SIZE = 3, (0.5, 1.0, 2.0), 4.0  # the official config's anchors: 9 per location
@@ -52,13 +52,6 @@ def task_config(model: ModelConfig) -> retinanet_config.RetinaNetTask:
         ),
         losses=retinanet_config.Losses(l2_weight_decay=0.0),
     )
-
-
-def random_boxes(count: int, size: int, seed: int) -> tf.Tensor:
-    """``count`` boxes [y0, x0, y1, x1] in pixels, inside a size x size image, 1/16 to 1/2 of its side."""
-    sides = tf.random.uniform((count, 2), size / 16, size / 2, seed=seed)
-    corners = tf.random.uniform((count, 2), seed=seed + 1) * (size - sides)
-    return tf.concat([corners, corners + sides], axis=1)
 
 
 def anchors(size: int) -> tuple[dict[str, tf.Tensor], anchor.AnchorLabeler]:
@@ -84,15 +77,15 @@ class RetinaNetBuilder:
         size = model.param("image_size")
         boxes_per_image = model.spec.dims(model.size)["boxes_per_image"]
         anchor_boxes, labeler = anchors(size)
+        # The boxes and labels of workloads.retinanet.synthetic_boxes (PyTorch's too), y first as the model's are.
+        boxes, classes = synthetic_boxes(batch_size, boxes_per_image, size, model.param("num_classes"), seed)
+        boxes = boxes[..., [1, 0, 3, 2]]
         with tf.device(device):
             images = tf.random.normal((batch_size, size, size, 3), seed=seed)
             per_image = []
             for index in range(batch_size):
-                boxes = random_boxes(boxes_per_image, size, seed + 2 * index)
-                classes = tf.random.uniform((boxes_per_image, 1), 1, model.param("num_classes"), tf.int32,
-                                            seed=seed + 2 * index)
                 cls_targets, box_targets, _, cls_weights, box_weights = labeler.label_anchors(
-                    anchor_boxes, boxes, classes)
+                    anchor_boxes, tf.constant(boxes[index]), tf.constant(classes[index, :, None], tf.int32))
                 per_image.append({"cls_targets": cls_targets, "box_targets": box_targets,
                                   "cls_weights": cls_weights, "box_weights": box_weights})
             labels = tf.nest.map_structure(lambda *parts: tf.stack(parts), *per_image)
@@ -127,9 +120,6 @@ class RetinaNetBuilder:
         outputs = tf.nest.map_structure(lambda output: tf.cast(output, tf.float32), network(images, training=True))
         total, _, _, _ = self._tasks[network].build_losses(outputs, labels)
         return total
-
-    def decayed(self, network: tf_keras.Model) -> list[tf.Variable]:
-        return matrices(network)
 
 
 BUILDER = RetinaNetBuilder()

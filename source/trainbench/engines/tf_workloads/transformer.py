@@ -23,8 +23,8 @@ from official.legacy.transformer import metrics, model_params, transformer
 
 from trainbench.config import ModelConfig
 from trainbench.data.synthetic import translated
-from trainbench.engines.base import Batch
-from trainbench.engines.tf_workloads import matrices
+from trainbench.engines.builders import Batch
+from trainbench.workloads.transformer import synthetic_pair
 
 
 def params_for(model: ModelConfig) -> dict[str, Any]:
@@ -47,15 +47,14 @@ class TransformerBuilder:
         return network
 
     def synthetic_batch(self, model: ModelConfig, batch_size: int, device: Any, seed: int) -> Batch:
-        """(source ids, target ids) of seq_len each, drawn from 1..vocab-1: no padding id 0 anywhere."""
-        vocab, shape = model.spec.dims(model.size)["vocab"], (batch_size, model.param("seq_len"))
+        """Random sentence pairs (``workloads.transformer.synthetic_pair``, PyTorch's too)."""
+        vocab = model.spec.dims(model.size)["vocab"]
+        source, target = synthetic_pair(batch_size, model.param("seq_len"), vocab, seed)
         with tf.device(device):
-            source = tf.random.uniform(shape, 1, vocab, tf.int32, seed=seed)
-            target = tf.random.uniform(shape, 1, vocab, tf.int32, seed=seed + 1)
-            return source, target
+            return tf.constant(source, tf.int32), tf.constant(target, tf.int32)
 
-    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: Any, seed: int) -> Batch:
-        """(the sequences, their translations); nothing is drawn, so the seed is unused."""
+    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: Any, examples: np.ndarray) -> Batch:
+        """(the sequences, their translations); nothing is drawn, so the examples' indices are unused."""
         vocab = model.spec.dims(model.size)["vocab"]
         with tf.device(device):
             return tf.constant(tokens, tf.int32), tf.constant(translated(tokens, vocab), tf.int32)
@@ -79,9 +78,6 @@ class TransformerBuilder:
         losses, weights = metrics.padded_cross_entropy_loss(logits, target, smoothing, vocab)
         per_pair = tf.math.divide_no_nan(tf.reduce_sum(losses, axis=1), tf.reduce_sum(weights, axis=1))
         return per_pair, tf.reshape(tf.cast(logits, tf.float32), (-1, vocab)), tf.reshape(target, (-1,))
-
-    def decayed(self, network: tf_keras.Model) -> list[tf.Variable]:
-        return matrices(network)
 
 
 BUILDER = TransformerBuilder()

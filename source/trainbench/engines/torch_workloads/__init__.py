@@ -1,5 +1,5 @@
 """The PyTorch builders of the registered workloads: one module per workload defining ``BUILDER`` (an
-``engines.base.WorkloadBuilder``), named by the descriptor's ``builders["torch"]`` and imported only by the torch
+``engines.builders.WorkloadBuilder``), named by the descriptor's ``builders["torch"]`` and imported only by the torch
 engine, so a descriptor never loads torch.
 
 A builder brings what is about the network: the module at the descriptor's dims, one synthetic batch, the loss.

@@ -20,12 +20,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainbench.config import ModelConfig
-from trainbench.engines.torch_workloads import generator
 from trainbench.engines.torch_workloads._hf import transformers
-from trainbench.workloads.bert import masked_count
+from trainbench.workloads.bert import PretrainingArrays, learnable_pretraining, synthetic_pretraining
 
-MASK_ID = 103  # BERT's [MASK] in its 30,522-token vocabulary (and a token of the tiny one)
-FIRST_TOKEN = 1  # learnable_sequences' lowest token (its default first_token)
 IGNORED = -100  # F.cross_entropy's ignore_index: a label that counts in no loss
 
 Tensors = dict[str, torch.Tensor]
@@ -43,21 +40,12 @@ def config(model: ModelConfig) -> transformers.BertConfig:
     )
 
 
-def masked_positions(batch_size: int, length: int, device: torch.device | str,
-                     random: torch.Generator | None) -> torch.Tensor:
-    """(batch, round(15 %) of length) distinct positions per sequence, chosen at random, in ascending order."""
-    order = torch.rand((batch_size, length), device=device, generator=random).argsort(dim=1)
-    return order[:, :masked_count(length)].sort(dim=1).values  # the first ``count`` of a random permutation
-
-
-def pretraining_batch(tokens: torch.Tensor, positions: torch.Tensor, next_sentence: torch.Tensor) -> Batch:
-    """Sentence pairs (first half segment A, second half B), no padding; the masked positions hold [MASK] in the
-    input and the original token in the labels."""
-    batch_size, length = tokens.shape
-    segments = (torch.arange(length, device=tokens.device) >= length // 2).long().expand(batch_size, length)
-    inputs = {"input_ids": tokens.scatter(1, positions, MASK_ID), "token_type_ids": segments.contiguous(),
-              "masked_positions": positions}
-    return inputs, {"masked_ids": tokens.gather(1, positions), "next_sentence_label": next_sentence}
+def pretraining_batch(arrays: PretrainingArrays, device: torch.device | str) -> Batch:
+    """The task's arrays (``workloads.bert``) as this model's tensors, on the device."""
+    on_device = {name: torch.from_numpy(array).to(device) for name, array in arrays._asdict().items()}
+    inputs = {"input_ids": on_device["input_ids"], "token_type_ids": on_device["type_ids"],
+              "masked_positions": on_device["masked_positions"]}
+    return inputs, {"masked_ids": on_device["masked_ids"], "next_sentence_label": on_device["next_sentence"]}
 
 
 class MaskedPretraining(nn.Module):
@@ -81,33 +69,16 @@ class BertBuilder:
         return MaskedPretraining(transformers.BertForPreTraining(config(model)))
 
     def synthetic_batch(self, model: ModelConfig, batch_size: int, device: torch.device | str, seed: int) -> Batch:
-        """Random sentence pairs with random next-sentence labels (``pretraining_batch``)."""
-        random = generator(device, seed)
+        """Random sentence pairs made into the pre-training task (``workloads.bert.synthetic_pretraining``)."""
         vocab, length = model.spec.dims(model.size)["vocab"], model.param("seq_len")
-        tokens = torch.randint(0, vocab, (batch_size, length), device=device, generator=random)
-        positions = masked_positions(batch_size, length, device, random)
-        return pretraining_batch(tokens, positions,
-                                 torch.randint(0, 2, (batch_size,), device=device, generator=random))
+        return pretraining_batch(synthetic_pretraining(batch_size, length, vocab, seed), device)
 
     def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: torch.device | str,
                           examples: np.ndarray) -> Batch:
-        """Sentence pairs from learnable sequences: 15 % of the positions masked, chosen by an RNG seeded with
-        (model.seed, the example's index); that RNG also makes half the pairs "not next" (label 1) by moving the
-        second half's tokens by a random offset, so the pair no longer continues across the boundary and the
-        next-sentence loss is learnable too (random labels would hold it at ln 2)."""
-        tokens = tokens.copy()
-        count, length = tokens.shape
-        span = model.spec.dims(model.size)["vocab"] - FIRST_TOKEN
-        positions = np.empty((count, masked_count(length)), dtype=np.int64)
-        not_next = np.empty(count, dtype=np.int64)
-        for row, example in enumerate(examples):
-            random = np.random.default_rng((model.seed, int(example)))
-            positions[row] = np.sort(random.permutation(length)[:positions.shape[1]])
-            not_next[row] = random.integers(2)
-            if not_next[row]:
-                second = tokens[row, length // 2:]
-                tokens[row, length // 2:] = FIRST_TOKEN + (second - FIRST_TOKEN + random.integers(1, span)) % span
-        return pretraining_batch(*(torch.from_numpy(array).to(device) for array in (tokens, positions, not_next)))
+        """Learnable sentence pairs (``workloads.bert.learnable_pretraining``: the masked positions, the [MASK] id
+        and the "not next" pairs decided there, the same as TensorFlow's)."""
+        vocab = model.spec.dims(model.size)["vocab"]
+        return pretraining_batch(learnable_pretraining(tokens, examples, model.seed, vocab), device)
 
     def batch_from_features(self, features: Tensors, model: ModelConfig, device: torch.device | str) -> Batch:
         """A batch of converted pre-training records (``data.torch_records``): their masked input, segments,

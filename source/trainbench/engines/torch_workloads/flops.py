@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.utils import flop_counter
 
-from trainbench.engines.base import Batch, WorkloadBuilder
+from trainbench.engines.builders import Batch, WorkloadBuilder
 
 aten = torch.ops.aten
 # PyTorch counts the GPU kernels of scaled_dot_product_attention but not the CPU's: the same formulas apply.

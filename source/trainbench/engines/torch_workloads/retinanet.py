@@ -17,12 +17,12 @@ from torchvision.ops.feature_pyramid_network import LastLevelP6P7
 
 from trainbench.config import ModelConfig
 from trainbench.engines.torch_workloads import generator
+from trainbench.workloads.retinanet import synthetic_boxes
 
 Targets = dict[str, torch.Tensor]  # "boxes" (batch, boxes, 4) x1 y1 x2 y2 in pixels, "labels" (batch, boxes)
 Batch = tuple[torch.Tensor, Targets]
 FULL = {"fpn_channels": 256, "head_convs": 4}  # what retinanet_resnet50_fpn builds
 RETURNED_LAYERS = (2, 3, 4)  # C3-C5 into the FPN; P6 and P7 from C5's output: P2 would make too many anchors
-MIN_SIDE = 0.05  # a box's sides are at least this fraction of the image: no degenerate box
 
 
 def _fixed_size(image_size: int) -> dict[str, Any]:
@@ -61,18 +61,12 @@ class RetinanetBuilder:
         return network
 
     def synthetic_batch(self, model: ModelConfig, batch_size: int, device: torch.device | str, seed: int) -> Batch:
-        """Noise images and ``boxes_per_image`` random boxes per image (x1 < x2, y1 < y2, inside the image) with
-        random labels (1 up: torchvision's detectors keep 0 for the background)."""
-        random = generator(device, seed)
+        """Noise images in [0, 1] (the detector normalises them) and the boxes and labels of
+        ``workloads.retinanet.synthetic_boxes`` (TensorFlow's too)."""
         size, count = model.param("image_size"), model.spec.dims(model.size)["boxes_per_image"]
-        images = torch.rand((batch_size, 3, size, size), device=device, generator=random)
-        corners = torch.rand((batch_size, count, 2, 2), device=device, generator=random)  # two (x, y) points
-        low, high = corners.min(dim=2).values, corners.max(dim=2).values
-        high = torch.maximum(high, low + MIN_SIDE).clamp(max=1.0)
-        low = torch.minimum(low, high - MIN_SIDE)
-        boxes = torch.cat([low, high], dim=-1) * size
-        labels = torch.randint(1, model.param("num_classes"), (batch_size, count), device=device, generator=random)
-        return images, {"boxes": boxes, "labels": labels}
+        images = torch.rand((batch_size, 3, size, size), device=device, generator=generator(device, seed))
+        boxes, labels = synthetic_boxes(batch_size, count, size, model.param("num_classes"), seed)
+        return images, {"boxes": torch.from_numpy(boxes).to(device), "labels": torch.from_numpy(labels).to(device)}
 
     def batch_from_features(self, features: dict[str, torch.Tensor], model: ModelConfig,
                             device: torch.device | str) -> Batch:

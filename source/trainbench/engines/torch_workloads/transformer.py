@@ -13,10 +13,10 @@ from torch import nn
 from trainbench.config import ModelConfig
 from trainbench.data.record_schemas import PAD_ID
 from trainbench.data.synthetic import translated
-from trainbench.engines.torch_workloads import generator
+from trainbench.workloads.transformer import synthetic_pair
 
 DROPOUT = 0.1  # the paper's P_drop for the base model
-START = 0  # the decoder's first input in batches from the learnable set, which never holds token 0
+START = 0  # the decoder's first input: no made-up sentence holds token 0 (PAD_ID, as the legacy reference)
 IGNORED = -100  # F.cross_entropy's ignore_index: a label that counts in no loss
 
 Batch = tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]  # ((source, target input), target output)
@@ -59,6 +59,13 @@ class Translator(nn.Module):
         return decoded @ self.embedding.weight.t()  # logits over the shared vocabulary
 
 
+def _pair(source: np.ndarray, target: np.ndarray, device: torch.device | str) -> Batch:
+    """A sentence pair on the device; the decoder reads the target after a start token (teacher forcing)."""
+    source_ids, target_ids = torch.from_numpy(source).to(device), torch.from_numpy(target).to(device)
+    target_in = torch.cat([torch.full_like(target_ids[:, :1], START), target_ids[:, :-1]], dim=1)
+    return (source_ids, target_in), target_ids
+
+
 class TransformerBuilder:
     def build(self, model: ModelConfig) -> nn.Module:
         dims = model.spec.dims(model.size)
@@ -66,21 +73,15 @@ class TransformerBuilder:
                           model.param("seq_len"))
 
     def synthetic_batch(self, model: ModelConfig, batch_size: int, device: torch.device | str, seed: int) -> Batch:
-        """Random source and target sentences of seq_len tokens; the decoder reads the target shifted right by
-        one (teacher forcing), so the target is drawn one token longer."""
-        random = generator(device, seed)
-        vocab, length = model.spec.dims(model.size)["vocab"], model.param("seq_len")
-        source = torch.randint(0, vocab, (batch_size, length), device=device, generator=random)
-        target = torch.randint(0, vocab, (batch_size, length + 1), device=device, generator=random)
-        return (source, target[:, :-1].contiguous()), target[:, 1:].contiguous()
+        """Random sentence pairs (``workloads.transformer.synthetic_pair``, TensorFlow's too), fed as the learnable
+        ones are."""
+        vocab = model.spec.dims(model.size)["vocab"]
+        return _pair(*synthetic_pair(batch_size, model.param("seq_len"), vocab, seed), device)
 
     def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: torch.device | str,
                           examples: np.ndarray) -> Batch:
-        """Source: the sequences; target: their translation; the decoder reads the target after a start token."""
-        source = torch.from_numpy(tokens).to(device)
-        target = torch.from_numpy(translated(tokens, model.spec.dims(model.size)["vocab"])).to(device)
-        target_in = torch.cat([torch.full_like(target[:, :1], START), target[:, :-1]], dim=1)
-        return (source, target_in), target
+        """Source: the sequences; target: their translation."""
+        return _pair(tokens, translated(tokens, model.spec.dims(model.size)["vocab"]), device)
 
     def batch_from_features(self, features: dict[str, torch.Tensor], model: ModelConfig,
                             device: torch.device | str) -> Batch:

@@ -113,7 +113,6 @@ def columns() -> tuple[str, ...]:
 
 # As the registry declares them when this module is imported (a registry extended later: the functions above).
 COLUMNS: tuple[str, ...] = columns()
-RESULT_VALUES: tuple[str, ...] = result_values()
 
 STATISTICS = ("samples_per_sec_median", "samples_per_sec_min", "samples_per_sec_max", "spread_pct", "cv_pct")
 SUMMARY_COLUMNS = ("config", "batch_size", "runs", "ok", "invalid", *STATISTICS, "scaling_efficiency")

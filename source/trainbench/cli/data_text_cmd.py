@@ -17,8 +17,6 @@ from trainbench.cli.options import path_text, whole_number
 if TYPE_CHECKING:
     from trainbench.data.text_convert import TextOptions, TextSummary
 
-_SPECIALS = "[PAD] [UNK] [CLS] [SEP] [MASK]"
-
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
     """Add ``text``, ``translate`` and ``synth-text`` to ``trainbench data``."""

@@ -30,7 +30,6 @@ MANIFEST_FORMAT = "trainbench-tfrecords/1"  # ImageNet's, which names no kind
 KIND_MANIFEST_FORMAT = "trainbench-tfrecords/2"  # the first format plus "kind" and "settings" (record_schemas)
 TRAIN, VALIDATION = "train", "validation"
 SHARD_NAME = re.compile(r"(train|validation)-(\d{5})-of-(\d{5})")  # temporary and hidden files never match
-MAX_SHARDS = 99_999  # five digits in the names
 _ENTRY_TYPES = {"split": str, "records": int, "bytes": int, "sha256": str, "converted": int, "skipped": list}
 _HASH_THREADS = min(8, os.cpu_count() or 1)  # hashlib releases the GIL: threads read and hash shards in parallel
 

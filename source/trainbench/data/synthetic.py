@@ -10,14 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 
-def random_batch(batch_size: int, image_size: int, num_classes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """One NHWC float32 batch of normalised noise and int64 labels in [0, num_classes)."""
-    rng = np.random.default_rng(seed)
-    images = rng.standard_normal((batch_size, image_size, image_size, 3), dtype=np.float32)
-    labels = rng.integers(0, num_classes, size=batch_size, dtype=np.int64)
-    return images, labels
-
-
 def learnable_examples(
     start: int, count: int, image_size: int, num_classes: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray]:

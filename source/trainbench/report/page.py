@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from trainbench.errors import os_reason
 
 if TYPE_CHECKING:
-    import pandas as pd
     from matplotlib.figure import Figure
 
 STYLE = """body{font-family:sans-serif;margin:2em auto;max-width:1300px;padding:0 1em;color:#222}
@@ -77,12 +76,6 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], failed: Sequence
 
 def _is_text(value: Any) -> bool:
     return isinstance(value, str | list | tuple)
-
-
-def frame_table(frame: pd.DataFrame, failed: Sequence[bool] = ()) -> str:
-    """A frame under its own column names (``report.sections`` heads its tables in words)."""
-    return table([str(name) for name in frame.columns], frame.astype(object).itertuples(index=False, name=None),
-                 failed)
 
 
 def png(data: bytes, alt: str) -> str:

@@ -27,7 +27,7 @@ RETINANET = register(Workload(
     # graph cannot capture that (unverified on a GPU; refused rather than left to fail in the worker).
     unsupported={"cuda_graph": "torchvision's anchor matching has data-dependent shapes, which a CUDA graph cannot "
                                "capture"},
-    untrainable="no learnable synthetic detection set yet (real detection data is issue 29)",
+    untrainable="no learnable synthetic detection set (throughput, profile and input-bench measure it)",
     data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): data.torch_records, data.tf_records
     published_parameters=34e6,
     # Trainable batch norm in the backbone (torchvision's factory freezes it: 34,014,999); TF's heads differ slightly.

@@ -116,8 +116,9 @@ def _build_parts(
     with _policy(model.precision), strategy.scope():
         network = builder.build(model)
         variables = network.trainable_variables
-        decayed = [variable for variable in variables if is_decayed(variable.name, tuple(variable.shape))]
-        undecayed = [variable for variable in variables if not is_decayed(variable.name, tuple(variable.shape))]
+        decays = [is_decayed(variable.name, tuple(variable.shape)) for variable in variables]
+        decayed = [variable for variable, decay in zip(variables, decays, strict=True) if decay]
+        undecayed = [variable for variable, decay in zip(variables, decays, strict=True) if not decay]
         optimizer = _optimizer(optimizer_config, optimizer_config.learning_rate(global_batch), model.xla, undecayed)
         if model.precision == "fp16":
             optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)

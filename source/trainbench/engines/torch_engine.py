@@ -123,11 +123,20 @@ def _autocast(device_type: str, dtype: torch.dtype | None) -> torch.autocast:
     return torch.autocast(device_type, dtype=dtype, enabled=dtype is not None)
 
 
+def _decay_order(network: nn.Module) -> tuple[list[int], int]:
+    """The parameters' indices (network order) as the optimizer holds them: the decayed ones (``is_decayed``) first,
+    then the others, each in network order; and how many are decayed."""
+    decays = [is_decayed(name, tuple(p.shape)) for name, p in network.named_parameters()]
+    decayed = [i for i, decay in enumerate(decays) if decay]
+    return decayed + [i for i, decay in enumerate(decays) if not decay], len(decayed)
+
+
 def _parameter_groups(network: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """The decayed parameters (``is_decayed``), then the others with no decay: two groups, each in network order."""
-    named = list(network.named_parameters())
-    return [{"params": [p for name, p in named if is_decayed(name, tuple(p.shape))], "weight_decay": weight_decay},
-            {"params": [p for name, p in named if not is_decayed(name, tuple(p.shape))], "weight_decay": 0.0}]
+    """The decayed parameters, then the others with no decay: two groups."""
+    parameters = list(network.parameters())
+    order, decayed = _decay_order(network)
+    return [{"params": [parameters[i] for i in order[:decayed]], "weight_decay": weight_decay},
+            {"params": [parameters[i] for i in order[decayed:]], "weight_decay": 0.0}]
 
 
 def _optimizer(network: nn.Module, config: OptimizerConfig, learning_rate: float) -> torch.optim.Optimizer:
@@ -145,11 +154,10 @@ def _grouped_state(saved: dict[str, Any], network: nn.Module, weight_decay: floa
     if len(saved["param_groups"]) != 1:
         return saved
     (old,) = saved["param_groups"]
-    decays = [is_decayed(name, tuple(p.shape)) for name, p in network.named_parameters()]
-    order = [i for i, decay in enumerate(decays) if decay] + [i for i, decay in enumerate(decays) if not decay]
+    order, decayed = _decay_order(network)
     renumbered = {old_index: new_index for new_index, old_index in enumerate(order)}
-    groups = [{**old, "params": list(range(sum(decays))), "weight_decay": weight_decay},
-              {**old, "params": list(range(sum(decays), len(decays))), "weight_decay": 0.0}]
+    groups = [{**old, "params": list(range(decayed)), "weight_decay": weight_decay},
+              {**old, "params": list(range(decayed, len(order))), "weight_decay": 0.0}]
     return {"state": {renumbered[int(k)]: v for k, v in saved["state"].items()}, "param_groups": groups}
 
 

@@ -59,11 +59,15 @@ class Translator(nn.Module):
         return decoded @ self.embedding.weight.t()  # logits over the shared vocabulary
 
 
+def _decoder_input(target: torch.Tensor) -> torch.Tensor:
+    """What the decoder reads: the target after a start token, shifted right by one (teacher forcing)."""
+    return torch.cat([torch.full_like(target[:, :1], START), target[:, :-1]], dim=1)
+
+
 def _pair(source: np.ndarray, target: np.ndarray, device: torch.device | str) -> Batch:
-    """A sentence pair on the device; the decoder reads the target after a start token (teacher forcing)."""
+    """A made-up sentence pair on the device."""
     source_ids, target_ids = torch.from_numpy(source).to(device), torch.from_numpy(target).to(device)
-    target_in = torch.cat([torch.full_like(target_ids[:, :1], START), target_ids[:, :-1]], dim=1)
-    return (source_ids, target_in), target_ids
+    return (source_ids, _decoder_input(target_ids)), target_ids
 
 
 class TransformerBuilder:
@@ -90,8 +94,7 @@ class TransformerBuilder:
         positions are labelled IGNORED, which the loss leaves out, as the reference's padded cross-entropy does."""
         source = features["inputs"].to(device, non_blocking=True)
         target = features["targets"].to(device, non_blocking=True)
-        target_in = torch.cat([torch.full_like(target[:, :1], START), target[:, :-1]], dim=1)
-        return (source, target_in), target.masked_fill(target == PAD_ID, IGNORED)
+        return (source, _decoder_input(target)), target.masked_fill(target == PAD_ID, IGNORED)
 
     def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
         return self.eval_outputs(network, batch, smoothing)[0]

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import assert_one_line_error, run_main
 from tests.record_fixtures import write_records
-from trainbench.data import torch_pipeline
+from trainbench.engines.torch import image_pipeline as torch_pipeline
 
 
 def test_an_endless_pass_that_keeps_nothing_ends(tmp_path: Path) -> None:

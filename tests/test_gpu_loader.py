@@ -14,10 +14,11 @@ from PIL import Image
 
 from tests.conftest import run_cli
 from tests.tfrecord_support import CLASSES, jpeg_bytes, write_image_folder
-from trainbench.data import gpu_pipeline, torch_pipeline
-from trainbench.data.gpu_pipeline import Box, eval_box
 from trainbench.data.source import open_source
 from trainbench.data.tfrecord_reader import DataError
+from trainbench.engines.torch import gpu_image_pipeline as gpu_pipeline
+from trainbench.engines.torch import image_pipeline as torch_pipeline
+from trainbench.engines.torch.gpu_image_pipeline import Box, eval_box
 
 SIZE = 64
 

@@ -21,9 +21,11 @@ from tests.standins.engine import StandInEngine
 from tests.standins.nvml import pynvml as standin_nvml
 from trainbench.bench import worker
 from trainbench.config import BenchConfig, LaunchConfig, ModelConfig, problems
-from trainbench.data import gpu_pipeline, torch_pipeline
 from trainbench.data.source import IMAGE_FOLDER
-from trainbench.engines import input_batches, torch_engine
+from trainbench.engines import input_batches
+from trainbench.engines.torch import engine as torch_engine
+from trainbench.engines.torch import gpu_image_pipeline as gpu_pipeline
+from trainbench.engines.torch import image_pipeline as torch_pipeline
 from trainbench.errors import UsageError
 from trainbench.profile.gpu_target import query_gpu
 from trainbench.profile.nsys import Nsys
@@ -177,10 +179,10 @@ def test_a_tf_worker_of_several_makes_its_strategy_before_the_input_bench(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     order: list[str] = []
     cluster: list[object] = []
-    standin = types.ModuleType("trainbench.engines.tf_distribute")
+    standin = types.ModuleType("trainbench.engines.tf.distribute")
     standin.cluster_of = lambda environ: cluster[0] if cluster else None  # type: ignore[attr-defined]
     standin.make_strategy = lambda model: order.append(f"strategy for {model.framework}")  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "trainbench.engines.tf_distribute", standin)
+    monkeypatch.setitem(sys.modules, "trainbench.engines.tf.distribute", standin)
     monkeypatch.setattr(worker, "measure_input", lambda bench: order.append("input bench") or {"samples_per_sec": 1.0})
     config = BenchConfig(model=ModelConfig(framework="tf", image_size=32, num_classes=10), batch_size=2,
                          data=str(tmp_path))

@@ -95,3 +95,27 @@ def test_the_scan_finds_an_upward_import(tmp_path: Path, monkeypatch: pytest.Mon
         "results/bad.py:1: results imports the higher layer cli",
         "results/lazy.py:2: results imports the higher layer bench",
     ]
+
+
+FRAMEWORKS = ("torch", "torchvision", "tensorflow", "tf_keras", "official", "transformers")
+
+
+def framework_imports(modules: list[Path]) -> list[str]:
+    """``path:line: module`` for every import of a deep-learning framework (lazy ones too) in ``modules``."""
+    found = []
+    for path in modules:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            found += [f"{path.relative_to(PACKAGE)}:{node.lineno}: {name}" for name in names
+                      if name.split(".")[0] in FRAMEWORKS]
+    return found
+
+
+def test_data_imports_no_framework() -> None:
+    """data/ converts, reads and checks records for both frameworks: their input pipelines live beside their
+    engines (engines/torch/, engines/tf/), so converting a dataset never loads torch or TensorFlow."""
+    modules = sorted((PACKAGE / "data").rglob("*.py"))
+    assert len(modules) > 20
+    assert framework_imports(modules) == []
+    assert framework_imports(sorted((PACKAGE / "engines" / "torch").rglob("*.py")))  # the scan sees a real one

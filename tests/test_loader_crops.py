@@ -16,14 +16,15 @@ import pytest
 import torch
 from PIL import Image
 
-from trainbench.data import gpu_pipeline, torch_pipeline
 from trainbench.data.preprocess_params import MEAN_RGB, STD_RGB
+from trainbench.engines.torch import gpu_image_pipeline as gpu_pipeline
+from trainbench.engines.torch import image_pipeline as torch_pipeline
 
 # TensorFlow after torch (imported above and by conftest), never the other way: see NOTES.md.
 try:
     import tensorflow as tf
 
-    from trainbench.data import tf_pipeline
+    from trainbench.engines.tf import image_pipeline as tf_pipeline
 except ImportError:  # the TensorFlow extra is not installed: its loader's test is skipped
     tf = tf_pipeline = None  # type: ignore[assignment]
 

@@ -19,11 +19,11 @@ import tensorflow as tf
 
 from tests.tfrecord_support import CLASSES, IMAGE_SIZE, SPLITS, flip_byte, plan, shard_name, truncate, write_shards
 from trainbench.config import ModelConfig, TrainConfig
-from trainbench.data import tf_pipeline
 from trainbench.data.crc32c import crc32c, masked_crc32c
 from trainbench.data.source import count_examples, num_classes, open_source
 from trainbench.data.tfrecord_reader import DataError, count_records, parse_example, read_records
-from trainbench.engines.tf_engine import ENGINE
+from trainbench.engines.tf import image_pipeline as tf_pipeline
+from trainbench.engines.tf.engine import ENGINE
 
 
 @pytest.fixture(scope="module")

@@ -26,10 +26,10 @@ from tests.tfrecord_support import (
     write_image_folder,
 )
 from trainbench.config import BenchConfig, ModelConfig
-from trainbench.data import torch_pipeline
 from trainbench.data.source import count_examples, num_classes, open_source
 from trainbench.data.tfrecord_reader import DataError, read_records
-from trainbench.engines.torch_engine import ENGINE
+from trainbench.engines.torch import image_pipeline as torch_pipeline
+from trainbench.engines.torch.engine import ENGINE
 from trainbench.errors import UsageError
 
 

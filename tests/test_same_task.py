@@ -15,14 +15,15 @@ pytest.importorskip("official")
 
 from trainbench.config import ModelConfig, OptimizerConfig, TrainConfig
 from trainbench.data.synthetic import learnable_sequences
-from trainbench.engines import tf_engine, torch_engine
 from trainbench.engines.base import is_decayed
-from trainbench.engines.tf_distribute import make_strategy
-from trainbench.engines.tf_workloads import bert as tf_bert
-from trainbench.engines.tf_workloads import transformer as tf_transformer
-from trainbench.engines.torch_workloads import bert as torch_bert
-from trainbench.engines.torch_workloads import retinanet as torch_retinanet
-from trainbench.engines.torch_workloads import transformer as torch_transformer
+from trainbench.engines.tf import engine as tf_engine
+from trainbench.engines.tf.distribute import make_strategy
+from trainbench.engines.tf.workloads import bert as tf_bert
+from trainbench.engines.tf.workloads import transformer as tf_transformer
+from trainbench.engines.torch import engine as torch_engine
+from trainbench.engines.torch.workloads import bert as torch_bert
+from trainbench.engines.torch.workloads import retinanet as torch_retinanet
+from trainbench.engines.torch.workloads import transformer as torch_transformer
 from trainbench.workloads.bert import MASK_ID, NOT_NEXT
 from trainbench.workloads.retinanet import synthetic_boxes
 

@@ -23,7 +23,7 @@ import tf_keras
 
 from tests.test_tf_workloads import must_compile_with_xla
 from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
-from trainbench.engines.tf_engine import ENGINE
+from trainbench.engines.tf.engine import ENGINE
 from trainbench.training.loop import METRICS_FILE, train
 
 

@@ -27,8 +27,8 @@ pytest.importorskip("official")
 from tensorflow.python.distribute import multi_worker_util
 
 from trainbench.config import ModelConfig
-from trainbench.engines import tf_distribute
-from trainbench.engines.tf_distribute import Cluster, _cluster_resolver, cluster_of, strategy_kind
+from trainbench.engines.tf import distribute as tf_distribute
+from trainbench.engines.tf.distribute import Cluster, _cluster_resolver, cluster_of, strategy_kind
 from trainbench.errors import UsageError
 
 SOURCE = Path(__file__).resolve().parents[1] / "source"
@@ -175,7 +175,7 @@ WORKER = textwrap.dedent(
         tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
     from trainbench.config import BenchConfig, ModelConfig, TrainConfig
-    from trainbench.engines import tf_engine
+    from trainbench.engines.tf import engine as tf_engine
     from trainbench.training.loop import CHECKPOINTS, train
 
     if how == "mirrored":

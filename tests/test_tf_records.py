@@ -1,6 +1,7 @@
-"""TensorFlow's pipelines over the text and detection records (data.tf_records) and the builders' batch_from_features:
-the records' values in the batches (translation filtered and padded, coco boxes scaled to the resized image), each
-builder's loss on a real batch (the command line end to end: tests/test_workloads_e2e.py, on converted data)."""
+"""TensorFlow's pipelines over the text and detection records (engines/tf/record_pipeline.py) and the builders'
+batch_from_features: the records' values in the batches (translation filtered and padded, coco boxes scaled to the
+resized image), each builder's loss on a real batch (the command line end to end:
+tests/test_workloads_e2e.py, on converted data)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from trainbench.errors import UsageError
 os.environ["TF_USE_LEGACY_KERAS"] = "1"  # as the engine: the official models must reach tf_keras
 tf = pytest.importorskip("tensorflow")
 from trainbench.config import ModelConfig  # noqa: E402
-from trainbench.data import tf_records  # noqa: E402
 from trainbench.engines.builders import builder_of  # noqa: E402
 from trainbench.engines.input_batches import tf_batches, tf_training_dataset  # noqa: E402
+from trainbench.engines.tf import record_pipeline as tf_records  # noqa: E402
 
 
 def records_of(folder: Path) -> list[dict[str, list]]:
@@ -104,7 +105,7 @@ def test_batch_from_features_gives_the_synthetic_structure_and_the_loss_accepts_
 
 def test_tf_batches_names_a_corrupt_shard_and_refuses_another_workloads_records(tmp_path: Path) -> None:
     from trainbench.config import TrainConfig
-    from trainbench.engines.tf_engine import ENGINE
+    from trainbench.engines.tf.engine import ENGINE
 
     folder = write_records(tmp_path / "bert", "bert", records=8, shards=1)
     bert = ModelConfig(framework="tf", workload="bert", size="tiny", device="cpu")

@@ -20,9 +20,9 @@ import tf_keras
 from tests.conftest import assert_one_line_error, run_main
 from trainbench.config import ModelConfig, OptimizerConfig, TrainConfig
 from trainbench.data.synthetic import learnable_sequences, translated
-from trainbench.engines.tf_engine import ENGINE
-from trainbench.engines.tf_workloads import bert as bert_builder
-from trainbench.engines.tf_workloads import transformer as transformer_builder
+from trainbench.engines.tf.engine import ENGINE
+from trainbench.engines.tf.workloads import bert as bert_builder
+from trainbench.engines.tf.workloads import transformer as transformer_builder
 from trainbench.training.loop import METRICS_FILE
 from trainbench.workloads import bert as bert_task
 

@@ -1,4 +1,4 @@
-"""The TensorFlow builders of every workload (engines/tf_workloads/), through the engine's runner, on the CPU.
+"""The TensorFlow builders of every workload (engines/tf/workloads/), through the engine's runner, on the CPU.
 
 Tiny sizes train a few steps each; the full sizes (slow) are built to check parameter counts against the published
 figures and the FLOP count against the analytic one. Nothing here imports torch.
@@ -22,7 +22,7 @@ import tf_keras
 from trainbench import workloads
 from trainbench.config import BenchConfig, ModelConfig, TrainConfig
 from trainbench.engines.base import is_decayed
-from trainbench.engines.tf_engine import ENGINE, FlopCountError, op_macs, parameter_count
+from trainbench.engines.tf.engine import ENGINE, FlopCountError, op_macs, parameter_count
 from trainbench.errors import UsageError
 
 TF_WORKLOADS = tuple(workload.name for workload in workloads.all_workloads() if "tf" in workload.frameworks)

@@ -16,7 +16,7 @@ import torch
 import torchvision
 
 from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
-from trainbench.engines.torch_engine import ENGINE
+from trainbench.engines.torch.engine import ENGINE
 from trainbench.training.loop import CHECKPOINTS, METRICS_FILE, train
 
 

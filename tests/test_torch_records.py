@@ -16,7 +16,6 @@ from PIL import Image
 from tests.conftest import assert_one_line_error, run_cli
 from tests.record_fixtures import TINY_SETTINGS, write_records
 from trainbench.config import ModelConfig
-from trainbench.data import torch_records
 from trainbench.data.preprocess_params import MEAN_RGB
 from trainbench.data.record_decode import decode_record
 from trainbench.data.record_schemas import EOS_ID, PAD_ID, SCHEMAS, RecordKind
@@ -31,6 +30,7 @@ from trainbench.data.tfrecord_writer import (
     write_shard,
 )
 from trainbench.engines.builders import builder_of
+from trainbench.engines.torch import record_pipeline as torch_records
 from trainbench.errors import UsageError
 
 KINDS: tuple[RecordKind, ...] = ("bert", "gpt2", "translation", "coco")

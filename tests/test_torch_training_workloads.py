@@ -13,8 +13,8 @@ import torch
 from tests.conftest import assert_one_line_error, run_cli
 from trainbench.config import ModelConfig, OptimizerConfig, TrainConfig
 from trainbench.data.synthetic import learnable_sequences, translated
-from trainbench.engines.torch_engine import ENGINE
-from trainbench.engines.torch_workloads import bert, transformer
+from trainbench.engines.torch.engine import ENGINE
+from trainbench.engines.torch.workloads import bert, transformer
 from trainbench.errors import UsageError
 from trainbench.workloads import bert as bert_task
 

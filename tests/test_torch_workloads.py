@@ -1,4 +1,4 @@
-"""The PyTorch builders of every workload (engines/torch_workloads/) through the torch engine's runner at --size
+"""The PyTorch builders of every workload (engines/torch/workloads/) through the torch engine's runner at --size
 tiny on the CPU, and the full sizes' parameter counts and training FLOPs against published figures, built on the
 meta device (shapes only, nothing allocated).
 
@@ -21,8 +21,8 @@ from torch import nn
 from trainbench import workloads
 from trainbench.config import BenchConfig, ModelConfig
 from trainbench.engines.builders import WorkloadBuilder
-from trainbench.engines.torch_engine import ENGINE, _cloned, _tensors
-from trainbench.engines.torch_workloads import flops, retinanet
+from trainbench.engines.torch.engine import ENGINE, _cloned, _tensors
+from trainbench.engines.torch.workloads import flops, retinanet
 from trainbench.workloads import bert as bert_task
 
 TORCH_WORKLOADS = tuple(workload.name for workload in workloads.all_workloads() if "torch" in workload.frameworks)

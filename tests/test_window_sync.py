@@ -15,14 +15,14 @@ from torch import nn
 
 from trainbench.bench.timing import run_window
 from trainbench.config import BenchConfig, ModelConfig
-from trainbench.engines.torch_engine import ENGINE as TORCH_ENGINE
+from trainbench.engines.torch.engine import ENGINE as TORCH_ENGINE
 
 # TensorFlow after torch (imported above and by conftest), never the other way: see NOTES.md. Imported here, as
 # the other TensorFlow test modules do, so that no test pays for the import.
 try:
     import tensorflow as tf
 
-    from trainbench.engines import tf_engine
+    from trainbench.engines.tf import engine as tf_engine
 except ImportError:  # the TensorFlow extra is not installed: its test is skipped
     tf_engine = tf = None  # type: ignore[assignment]
 

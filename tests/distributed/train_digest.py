@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from trainbench.config import ModelConfig, TrainConfig
-from trainbench.engines.torch_engine import TorchEngine
+from trainbench.engines.torch.engine import TorchEngine
 from trainbench.training.loop import train
 
 

@@ -9,7 +9,7 @@ import importlib
 
 from trainbench.engines.base import Engine
 
-_MODULES = {"tf": "trainbench.engines.tf_engine", "torch": "trainbench.engines.torch_engine"}
+_MODULES = {"tf": "trainbench.engines.tf.engine", "torch": "trainbench.engines.torch.engine"}
 
 
 def load_engine(framework: str) -> Engine:

@@ -20,7 +20,7 @@ from trainbench.engines.launchers import process_place
 from trainbench.errors import UsageError
 
 if TYPE_CHECKING:
-    from trainbench.engines.tf_workloads import TfRecordBuilder
+    from trainbench.engines.tf.workloads import TfRecordBuilder
 
 Batches = Generator[Any, None, None]  # a generator: closing it stops the pipeline's workers now
 
@@ -43,7 +43,7 @@ def tf_before_input(model: ModelConfig) -> None:
     """One TensorFlow worker of several (TF_CONFIG, a Slurm step): MultiWorkerMirroredStrategy made now. It must
     come before TensorFlow runs any operation, and tf.data runs some; the runner then finds it made (the engine
     keeps one per process). Alone, nothing: the strategy can come later."""
-    from trainbench.engines.tf_distribute import cluster_of, make_strategy  # TensorFlow: this is a TF process
+    from trainbench.engines.tf.distribute import cluster_of, make_strategy  # TensorFlow: this is a TF process
 
     if cluster_of(os.environ) is not None:
         make_strategy(model)
@@ -64,13 +64,13 @@ def tf_training_dataset(source: DataSource, model: ModelConfig, batch_size: int,
         raise UsageError(f"{source.folder}: holds {fmt.kind} records; --workload {model.workload} reads {expected} "
                          "records")
     if fmt.kind == "imagenet":
-        from trainbench.data import tf_pipeline
+        from trainbench.engines.tf import image_pipeline as tf_pipeline
 
         return tf_pipeline.training_dataset(files, batch_size, model.param("image_size"), model.seed, threads)
 
     # The builder first: its package sets TF_USE_LEGACY_KERAS before TensorFlow is imported.
     builder: TfRecordBuilder | None = builder_of(model) if "tf" in model.spec.builders else None
-    from trainbench.data import tf_records
+    from trainbench.engines.tf import record_pipeline as tf_records
 
     params = model.params()
     features = tf_records.training_dataset(
@@ -101,7 +101,7 @@ def tf_batches(source: DataSource, batch_size: int, image_size: int, seed: int, 
     files = tfrecords_only(source).train  # before TensorFlow is imported: seconds saved on a refusal
     model = _reader_model(record_format(source), image_size, seq_len, seed)
     dataset = tf_training_dataset(source, model, batch_size, threads=workers)
-    from trainbench.data.tf_pipeline import naming_corrupt_shard
+    from trainbench.engines.tf.image_pipeline import naming_corrupt_shard
 
     with naming_corrupt_shard(files):
         yield from dataset
@@ -110,12 +110,14 @@ def tf_batches(source: DataSource, batch_size: int, image_size: int, seed: int, 
 def torch_batches(source: DataSource, batch_size: int, image_size: int, seed: int, workers: int | None,
                   loader: str, *, seq_len: int | None = None) -> Batches:
     """A DataLoader decoding in its worker processes (``loader`` "cpu") or on the GPU (``loader`` "gpu"). A folder
-    of converted text or detection records (its manifest's kind) is read by ``data.torch_records``: collated
+    of converted text or detection records (its manifest's kind) is read by ``engines.torch.record_pipeline``: collated
     dicts of tensors, translation pairs padded to ``seq_len`` (None: the data's longest), COCO images letterboxed
     to ``image_size``."""
     import torch
 
-    from trainbench.data import gpu_pipeline, torch_pipeline, torch_records
+    from trainbench.engines.torch import gpu_image_pipeline as gpu_pipeline
+    from trainbench.engines.torch import image_pipeline as torch_pipeline
+    from trainbench.engines.torch import record_pipeline as torch_records
 
     kind = record_format(source).kind if source.kind == TFRECORDS else "imagenet"
     if kind != "imagenet":

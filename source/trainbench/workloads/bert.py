@@ -33,11 +33,11 @@ BERT = register(Workload(
                         defaults={"seq_len": 32})},
     references={"torch": "Hugging Face transformers BertForPreTraining (BERT-base config, random weights)",
                 "tf": "tf-models-official official.nlp.modeling BertEncoderV2 + BertPretrainerV2"},
-    builders={"torch": "trainbench.engines.torch_workloads.bert",
-              "tf": "trainbench.engines.tf_workloads.bert"},
+    builders={"torch": "trainbench.engines.torch.workloads.bert",
+              "tf": "trainbench.engines.tf.workloads.bert"},
     tokens_param="seq_len",
     unsupported={"channels_last": "it has no image tensors"},
-    data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): data.torch_records, data.tf_records
+    data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): engines/{torch,tf}/record_pipeline.py
     published_parameters=110e6,
     parameters={"torch": 110_106_428, "tf": 110_106_428},
 ))

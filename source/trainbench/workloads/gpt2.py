@@ -17,11 +17,11 @@ GPT2 = register(Workload(
                         dims={"layers": 2, "hidden": 32, "heads": 2, "vocab": 512, "positions": 64},
                         defaults={"seq_len": 32})},
     references={"torch": "Hugging Face transformers GPT2LMHeadModel (GPT-2 small config, random weights)"},
-    builders={"torch": "trainbench.engines.torch_workloads.gpt2"},
+    builders={"torch": "trainbench.engines.torch.workloads.gpt2"},
     refused={"tf": "the pinned tf-models-official has no GPT-2 (run it with --framework torch)"},
     tokens_param="seq_len",
     unsupported={"channels_last": "it has no image tensors"},
-    data=frozenset({"torch"}),  # converted records (trainbench data text): data.torch_records
+    data=frozenset({"torch"}),  # converted records (trainbench data text): engines.torch.record_pipeline
     published_parameters=124e6,
     parameters={"torch": 124_439_808},
 ))

@@ -21,14 +21,14 @@ RETINANET = register(Workload(
                         defaults={"image_size": 128, "num_classes": 5})},
     references={"torch": "torchvision.models.detection.retinanet_resnet50_fpn (weights=None, fixed size)",
                 "tf": "tf-models-official official.vision RetinaNet ResNet-50-FPN with its task's losses"},
-    builders={"torch": "trainbench.engines.torch_workloads.retinanet",
-              "tf": "trainbench.engines.tf_workloads.retinanet"},
+    builders={"torch": "trainbench.engines.torch.workloads.retinanet",
+              "tf": "trainbench.engines.tf.workloads.retinanet"},
     # torchvision matches anchors to boxes inside the step with data-dependent shapes, which read the GPU: a CUDA
     # graph cannot capture that (unverified on a GPU; refused rather than left to fail in the worker).
     unsupported={"cuda_graph": "torchvision's anchor matching has data-dependent shapes, which a CUDA graph cannot "
                                "capture"},
     untrainable="no learnable synthetic detection set (throughput, profile and input-bench measure it)",
-    data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): data.torch_records, data.tf_records
+    data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): engines/{torch,tf}/record_pipeline.py
     published_parameters=34e6,
     # Trainable batch norm in the backbone (torchvision's factory freezes it: 34,014,999); TF's heads differ slightly.
     parameters={"torch": 34_068_119, "tf": 34_091_159},

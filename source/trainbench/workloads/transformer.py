@@ -21,12 +21,12 @@ TRANSFORMER = register(Workload(
                         defaults={"seq_len": 16})},
     references={"torch": "torch.nn.Transformer (Transformer-base shapes, shared embeddings)",
                 "tf": "tf-models-official official.legacy.transformer (base params)"},
-    builders={"torch": "trainbench.engines.torch_workloads.transformer",
-              "tf": "trainbench.engines.tf_workloads.transformer"},
+    builders={"torch": "trainbench.engines.torch.workloads.transformer",
+              "tf": "trainbench.engines.tf.workloads.transformer"},
     tokens_param="seq_len",
     token_streams=2,  # a sentence pair: tokens/s counts source and target tokens
     unsupported={"channels_last": "it has no image tensors"},
-    data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): data.torch_records, data.tf_records
+    data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): engines/{torch,tf}/record_pipeline.py
     published_parameters=61e6,
     # torch - tf = 36,864: nn.Transformer's attention projection biases, which TF's reference does not have.
     parameters={"torch": 61_399_040, "tf": 61_362_176},

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainbench.config import ModelConfig
-from trainbench.engines.torch_workloads import generator
+from trainbench.engines.torch.workloads import generator
 
 
 def classification_loss(logits: torch.Tensor, labels: torch.Tensor, smoothing: float,

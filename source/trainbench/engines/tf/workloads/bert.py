@@ -12,7 +12,7 @@ Synthetic and learnable batches hold the task of ``workloads.bert`` (the same ar
 sequence's positions (never the first, BERT's [CLS] place) replaced by [MASK] and predicted from their neighbours,
 and half the pairs "not next", their second segment moved so that it no longer continues the first.
 
-With real data (``--data``: bert records, ``data.tf_records``), ``batch_from_features`` feeds the records' own
+With real data (``--data``: bert records, ``record_pipeline``), ``batch_from_features`` feeds the records' own
 masking (at most ``max_predictions_per_seq`` positions, padded with weight 0) and next-sentence labels.
 """
 
@@ -103,7 +103,7 @@ class BertBuilder:
         return pretraining_batch(learnable_pretraining(tokens, examples, model.seed, vocab), device)
 
     def batch_from_features(self, features: dict[str, tf.Tensor], model: ModelConfig) -> Batch:
-        """synthetic_batch's format from a batch of bert records (``data.tf_records``): the records' own masked
+        """synthetic_batch's format from a batch of bert records (``record_pipeline``): the records' own masked
         positions, ids and weights (0.0 on the padding positions) and next-sentence labels."""
         inputs = {
             "input_word_ids": features["input_ids"],

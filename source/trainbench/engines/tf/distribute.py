@@ -1,7 +1,7 @@
 """The TensorFlow engine's distribution strategy: one device, MirroredStrategy over this process's GPUs, or
 MultiWorkerMirroredStrategy over several processes (one per node) that TF_CONFIG or a Slurm job step describes.
 
-Kept apart from the network and the training step (``trainbench.engines.tf_engine``), which only ask for the
+Kept apart from the network and the training step (``trainbench.engines.tf.engine``), which only ask for the
 strategy a model configuration trains under (``make_strategy``) and for env.json's record of it. Nothing here
 touches Keras, so importing this module before tf_engine sets TF_USE_LEGACY_KERAS changes nothing.
 """

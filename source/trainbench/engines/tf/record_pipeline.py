@@ -31,7 +31,7 @@ import tensorflow as tf
 from trainbench.data.preprocess_params import MEAN_RGB, SHUFFLE_BUFFER, STD_RGB
 from trainbench.data.record_schemas import PAD_ID, SCHEMAS, RecordKind
 from trainbench.data.source import RecordFormat
-from trainbench.data.tf_pipeline import _finish, _records, naming_corrupt_shard
+from trainbench.engines.tf.image_pipeline import _finish, _records, naming_corrupt_shard
 from trainbench.errors import UsageError
 
 __all__ = ["PADDING_CLASS", "feature_spec", "naming_corrupt_shard", "training_dataset"]

@@ -39,7 +39,7 @@ from trainbench.data.record_decode import Features, check_settings, decode_recor
 from trainbench.data.record_schemas import PAD_ID, RecordKind
 from trainbench.data.source import DataSource, record_format
 from trainbench.data.tfrecord_reader import DataError
-from trainbench.data.torch_pipeline import ShardedRecords, decode, loader_over
+from trainbench.engines.torch.image_pipeline import ShardedRecords, decode, loader_over
 
 MAX_INSTANCES = 100  # tf-models-official's RetinaNet parser: max_num_instances
 Example = dict[str, Any]  # numpy arrays and tensors, collated into a dict of tensors

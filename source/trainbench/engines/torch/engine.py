@@ -1,4 +1,4 @@
-"""The PyTorch engine: the workload's network (its builder in engines/torch_workloads/), SGD with momentum,
+"""The PyTorch engine: the workload's network (its builder in engines/torch/workloads/), SGD with momentum,
 autocast for fp16/bf16.
 
 The throughput runner and the end-to-end trainer build the model, the optimizer and the training step with the
@@ -43,8 +43,8 @@ from trainbench.engines.builders import WorkloadBuilder, builder_of
 from trainbench.engines.capabilities import TORCH
 from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.engines.launchers import process_place
-from trainbench.engines.torch_workloads import flops
-from trainbench.engines.torch_workloads.resnet50 import classification_loss
+from trainbench.engines.torch.workloads import flops
+from trainbench.engines.torch.workloads.resnet50 import classification_loss
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
@@ -224,7 +224,9 @@ def _loader(source: DataSource, batch_size: int, model: ModelConfig, device: str
             rank: int = 0, world: int = 1) -> torch.utils.data.DataLoader:
     """The input pipeline over a data folder; pinned host memory when the batches go to a GPU. The pipelines are
     imported here: they import torchvision, seconds of start-up a synthetic run of a sequence workload never needs."""
-    from trainbench.data import gpu_pipeline, torch_pipeline, torch_records
+    from trainbench.engines.torch import gpu_image_pipeline as gpu_pipeline
+    from trainbench.engines.torch import image_pipeline as torch_pipeline
+    from trainbench.engines.torch import record_pipeline as torch_records
 
     pin = torch.device(device).type == "cuda"
     if _reads_records(model):
@@ -240,7 +242,7 @@ def _loader(source: DataSource, batch_size: int, model: ModelConfig, device: str
 
 
 def _reads_records(model: ModelConfig) -> bool:
-    """Whether the workload reads converted text or detection records (``data.torch_records``), not ImageNet's."""
+    """Whether the workload reads converted text or detection records (``record_pipeline``), not ImageNet's."""
     return model.workload != "resnet50"
 
 
@@ -248,7 +250,8 @@ def _batches(data_loader: torch.utils.data.DataLoader, model: ModelConfig, devic
              endless: bool) -> Iterator[Batch]:
     """The loader's batches on the device: decoded and augmented there (``loader`` "gpu") or in the workers; for
     the record workloads, the builder's batch of each collated dict of features."""
-    from trainbench.data import gpu_pipeline, torch_pipeline
+    from trainbench.engines.torch import gpu_image_pipeline as gpu_pipeline
+    from trainbench.engines.torch import image_pipeline as torch_pipeline
 
     if _reads_records(model):
         builder = builder_of(model)
@@ -264,7 +267,7 @@ def _batches(data_loader: torch.utils.data.DataLoader, model: ModelConfig, devic
 
 @runtime_checkable
 class RecordBuilder(WorkloadBuilder, Protocol):
-    """What a builder adds for --data: its batch from a collated batch of records (``data.torch_records``)."""
+    """What a builder adds for --data: its batch from a collated batch of records (``record_pipeline``)."""
 
     def batch_from_features(self, features: dict[str, torch.Tensor], model: ModelConfig, device: str) -> Batch:
         """Exactly the structure synthetic_batch returns, from the loader's dict of tensors (on the host)."""

@@ -11,7 +11,7 @@ Targets: as in the task's input pipeline (``retinanet_input.Parser``), each imag
 ``anchor.AnchorLabeler`` (IoU 0.5 match, box targets encoded against the anchors), once, when the synthetic
 batch is made: the reference labels anchors in the input pipeline, not in the training step, so the step timed
 here is the reference's step. The boxes are random, ``boxes_per_image`` per image, inside the image. With real
-data (``--data``: coco records, ``data.tf_records``), ``batch_from_features`` labels every batch's boxes the same
+data (``--data``: coco records, ``record_pipeline``), ``batch_from_features`` labels every batch's boxes the same
 way inside the tf.data pipeline, in its threads.
 """
 
@@ -28,8 +28,8 @@ from official.vision.ops import anchor
 from official.vision.tasks import retinanet as retinanet_task
 
 from trainbench.config import ModelConfig
-from trainbench.data.tf_records import PADDING_CLASS
 from trainbench.engines.builders import Batch
+from trainbench.engines.tf.record_pipeline import PADDING_CLASS
 from trainbench.workloads.retinanet import synthetic_boxes
 
 MIN_LEVEL, MAX_LEVEL = 3, 7
@@ -92,7 +92,7 @@ class RetinaNetBuilder:
             return images, labels
 
     def batch_from_features(self, features: dict[str, tf.Tensor], model: ModelConfig) -> Batch:
-        """synthetic_batch's (images, labels) from a batch of coco records (``data.tf_records``: images, pixel boxes
+        """synthetic_batch's (images, labels) from a batch of coco records (``record_pipeline``: images, pixel boxes
         padded with class -1): each image's real boxes labelled against the anchors, as the task's Parser does."""
         anchor_boxes, labeler = anchors(model.param("image_size"))
 

@@ -16,7 +16,7 @@ from torchvision.models.detection.backbone_utils import BackboneWithFPN
 from torchvision.ops.feature_pyramid_network import LastLevelP6P7
 
 from trainbench.config import ModelConfig
-from trainbench.engines.torch_workloads import generator
+from trainbench.engines.torch.workloads import generator
 from trainbench.workloads.retinanet import synthetic_boxes
 
 Targets = dict[str, torch.Tensor]  # "boxes" (batch, boxes, 4) x1 y1 x2 y2 in pixels, "labels" (batch, boxes)
@@ -70,7 +70,7 @@ class RetinanetBuilder:
 
     def batch_from_features(self, features: dict[str, torch.Tensor], model: ModelConfig,
                             device: torch.device | str) -> Batch:
-        """A batch of converted COCO images (``data.torch_records``): the letterboxed images in [0, 1] (the
+        """A batch of converted COCO images (``record_pipeline``): the letterboxed images in [0, 1] (the
         detector normalises them) and each image's boxes in pixels, repeated up to a fixed count (a repeat
         changes neither loss), with their labels."""
         images = features["image"].to(device, non_blocking=True)  # NCHW: the transform batches them anew

@@ -8,8 +8,8 @@ import torch
 from torch import nn
 
 from trainbench.config import ModelConfig
-from trainbench.engines.torch_workloads import generator
-from trainbench.engines.torch_workloads._hf import transformers
+from trainbench.engines.torch.workloads import generator
+from trainbench.engines.torch.workloads._hf import transformers
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # (input ids, labels): the same ids
 
@@ -41,7 +41,7 @@ class Gpt2Builder:
 
     def batch_from_features(self, features: dict[str, torch.Tensor], model: ModelConfig,
                             device: torch.device | str) -> Batch:
-        """A batch of converted blocks of seq_len + 1 ids (``data.torch_records``): the first seq_len are the
+        """A batch of converted blocks of seq_len + 1 ids (``record_pipeline``): the first seq_len are the
         input and, as in the synthetic batch, the labels, which the model shifts itself; so the block's last id
         is the target of no position (the Hugging Face loss has no target for the last one)."""
         ids = features["input_ids"][:, :-1].to(device, non_blocking=True)

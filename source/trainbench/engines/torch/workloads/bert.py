@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainbench.config import ModelConfig
-from trainbench.engines.torch_workloads._hf import transformers
+from trainbench.engines.torch.workloads._hf import transformers
 from trainbench.workloads.bert import PretrainingArrays, learnable_pretraining, synthetic_pretraining
 
 IGNORED = -100  # F.cross_entropy's ignore_index: a label that counts in no loss
@@ -81,7 +81,7 @@ class BertBuilder:
         return pretraining_batch(learnable_pretraining(tokens, examples, model.seed, vocab), device)
 
     def batch_from_features(self, features: Tensors, model: ModelConfig, device: torch.device | str) -> Batch:
-        """A batch of converted pre-training records (``data.torch_records``): their masked input, segments,
+        """A batch of converted pre-training records (``record_pipeline``): their masked input, segments,
         masked positions and original tokens; a padding slot (weight 0) gets the label IGNORED, which the loss
         leaves out, as the reference weights it by 0. No attention mask, as in every batch here (see above)."""
         ids = {name: tensor.to(device, non_blocking=True) for name, tensor in features.items()}

@@ -33,10 +33,10 @@ import torchvision
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset, Subset
 
-from trainbench.data import torch_pipeline
 from trainbench.data.preprocess_params import CROP_AREA_RANGE, CROP_ASPECT_RANGE, MEAN_RGB, STD_RGB, resize_size
 from trainbench.data.source import IMAGE_FOLDER, DataSource
 from trainbench.data.tfrecord_reader import DataError
+from trainbench.engines.torch import image_pipeline as torch_pipeline
 
 _JPEG_START = b"\xff\xd8\xff"
 # torchvision 0.29 deprecates its decoders for TorchCodec's; 0.29's are still the batched nvJPEG path. Filtered once

@@ -45,5 +45,5 @@ class TfRecordBuilder(TfWorkloadBuilder, Protocol):
     """A workload's builder that trains on its converted records (``--data``; ResNet-50's ImageNet aside)."""
 
     def batch_from_features(self, features: dict[str, Any], model: ModelConfig) -> Batch:
-        """``synthetic_batch``'s structure from a batch of parsed records (``data.tf_records.training_dataset``);
+        """``synthetic_batch``'s structure from a batch of parsed records (``record_pipeline.training_dataset``);
         called inside the tf.data pipeline (graph mode), so TensorFlow ops only."""

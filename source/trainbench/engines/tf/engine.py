@@ -1,7 +1,7 @@
 """The TensorFlow engine: a workload's tf-models-official network with a compiled custom training step.
 
 The network, its synthetic batch, its loss and the variables weight decay covers come from the workload's builder
-(``engines/tf_workloads/<name>.py``, named by the descriptor's ``builders["tf"]``); this module keeps the step
+(``engines/tf/workloads/<name>.py``, named by the descriptor's ``builders["tf"]``); this module keeps the step
 machinery. Everything is built on tf_keras (Keras 2): layers, optimizer and mixed precision, never Keras 3.
 
 Training step (shared by the benchmark runner and the trainer), per replica:
@@ -53,15 +53,15 @@ import tensorflow as tf
 import tf_keras
 
 from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig, train_data_problem
-from trainbench.data import tf_pipeline
 from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
 from trainbench.engines.base import CHECKPOINTS_KEPT, Span, is_decayed, steps_for, synthetic_split
 from trainbench.engines.builders import Batch, builder_of
 from trainbench.engines.capabilities import TENSORFLOW
 from trainbench.engines.input_batches import tf_training_dataset
-from trainbench.engines.tf_distribute import make_strategy, world_record
-from trainbench.engines.tf_workloads import TfSequenceBuilder, TfWorkloadBuilder
+from trainbench.engines.tf import image_pipeline as tf_pipeline
+from trainbench.engines.tf.distribute import make_strategy, world_record
+from trainbench.engines.tf.workloads import TfSequenceBuilder, TfWorkloadBuilder
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 

@@ -60,7 +60,7 @@ class TransformerBuilder:
             return tf.constant(tokens, tf.int32), tf.constant(translated(tokens, vocab), tf.int32)
 
     def batch_from_features(self, features: dict[str, tf.Tensor], model: ModelConfig) -> Batch:
-        """(source ids, target ids) from a batch of translation records (``data.tf_records``: padded with id 0 to
+        """(source ids, target ids) from a batch of translation records (``record_pipeline``: padded with id 0 to
         seq_len, which the loss leaves out)."""
         return features["inputs"], features["targets"]
 

@@ -89,7 +89,7 @@ class TransformerBuilder:
 
     def batch_from_features(self, features: dict[str, torch.Tensor], model: ModelConfig,
                             device: torch.device | str) -> Batch:
-        """A batch of converted sentence pairs padded to seq_len (``data.torch_records``): the decoder reads the
+        """A batch of converted sentence pairs padded to seq_len (``record_pipeline``): the decoder reads the
         target after the start token (PAD_ID, as the legacy reference shifts its targets right); padded target
         positions are labelled IGNORED, which the loss leaves out, as the reference's padded cross-entropy does."""
         source = features["inputs"].to(device, non_blocking=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -35,9 +36,23 @@ def test_an_unknown_name_is_one_line_naming_the_known_ones() -> None:
 def test_a_name_registered_twice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(workloads, "_WORKLOADS", dict(workloads._WORKLOADS))
     twin = Workload("resnet50", "ResNet-50", "image classification", "image", {"image_size": Param(224, 32, 64, "")},
-                    {"full": ""}, {"torch": "x"})
+                    {"full": ""}, {"torch": "x"}, "imagenet")
     with pytest.raises(ValueError, match="registered twice"):
         workloads.register(twin)
+
+
+def test_the_record_kind_decides_the_pipeline_and_the_learnable_set() -> None:
+    """What the harness asks instead of a workload's name: which pipeline reads its --data, which learnable set
+    `train` draws from, whether `train --data` reads its records, and which workload a folder's kind feeds."""
+    learnable = {workload.name: workload.learnable_set for workload in workloads.all_workloads()}
+    assert learnable == {"bert": "tokens", "gpt2": "tokens", "resnet50": "images", "retinanet": None,
+                         "transformer": "tokens"}
+    assert [w.name for w in workloads.all_workloads() if w.image_input] == ["resnet50"]
+    assert [w.name for w in workloads.all_workloads() if w.trains_on_data] == ["resnet50"]
+    assert [workloads.reader_of(w.record_kind).name for w in workloads.all_workloads()] == list(workloads.names())
+    assert workloads.get("retinanet").train_problem() is not None and workloads.get("bert").train_problem() is None
+    boxes = dataclasses.replace(workloads.get("retinanet"), untrainable=None)  # no set to learn from: still refused
+    assert "no learnable synthetic set" in str(boxes.train_problem())
 
 
 def test_the_registry_loads_no_framework() -> None:

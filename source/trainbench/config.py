@@ -143,7 +143,7 @@ class ModelConfig:
 
     framework: Framework = "torch"
     precision: Precision = "fp32"
-    workload: str = "resnet50"  # a name in the workload registry (trainbench.workloads)
+    workload: str = workloads.DEFAULT  # a name in the workload registry (trainbench.workloads)
     size: str = "full"  # the workload's published network, or "tiny" (CPU tests, the demo)
     # The workload's shape settings (its descriptor's params): None is the workload's default at this size; read
     # them with param(). Setting one the workload does not have is refused.
@@ -235,7 +235,7 @@ def problems(model: ModelConfig, *, device: str | None = None, launch: LaunchCon
         found.append(launch_problem(model, launch, profiler))
     if loader is not None:
         found.append(loader_problem(loader, model.framework, data, device))
-        if loader == "gpu" and data is not None and model.workload != "resnet50":
+        if loader == "gpu" and data is not None and not model.spec.image_input:
             found.append(f"--loader gpu decodes ImageNet's JPEG images on the GPU; --workload {model.workload}'s "
                          "records are decoded and resized in the CPU workers: use --loader cpu")
     return [problem for problem in found if problem is not None]
@@ -262,11 +262,12 @@ def workload_problems(model: ModelConfig, data: str | None = None) -> list[str |
     return found
 
 
-def train_data_problem(workload: str) -> str | None:
-    """Why ``train --data`` refuses the workload, or None: only ResNet-50 trains on real data end to end so far (the
-    other workloads' pipelines feed throughput, profile and input-bench)."""
-    if workload == "resnet50":
+def train_data_problem(model: ModelConfig) -> str | None:
+    """Why ``train --data`` refuses the workload, or None: only the image pipelines feed training end to end so far
+    (the record pipelines feed throughput, profile and input-bench; ``Workload.trains_on_data``)."""
+    if model.spec.trains_on_data:
         return None
+    workload = model.workload
     return (f"train --data: --workload {workload} trains end to end on its learnable synthetic set only for now "
             f"(drop --data); measure it on real data with 'throughput --workload {workload} --data DIR'")
 
@@ -539,7 +540,7 @@ class TrainConfig:
             raise UsageError("--cuda-graph is for throughput and profile runs: training sets a new learning rate "
                              "every step, which a captured graph would not see; use --compile reduce-overhead")
         refuse(problems(self.model, launch=self.launch, loader=self.loader, data=self.data))
-        if self.data is not None and (problem := train_data_problem(self.model.workload)):
+        if self.data is not None and (problem := train_data_problem(self.model)):
             raise UsageError(problem)
 
 

@@ -26,7 +26,7 @@ import pandas as pd
 
 from trainbench.errors import UsageError
 from trainbench.results import fields
-from trainbench.results.header import RunHeader
+from trainbench.results.header import WORKLOAD, RunHeader
 from trainbench.results.layout import ENV, NSYS_TIMELINE, PROFILE, SUMMARY, batch_file, in_unfinished_run
 from trainbench.results.records import BatchResult, RunSummary, Status, is_measurement
 from trainbench.results.store import read_summary
@@ -107,7 +107,7 @@ def config_label(header: dict[str, Any]) -> str:
     """What a run measured apart from the parameters: "torch fp32 cpu synthetic" plus its step settings."""
     run = RunHeader.read(header)
     model = run.model
-    parts = [] if run.workload == "resnet50" else [run.workload]  # runs of ResNet-50 keep their labels
+    parts = [] if run.workload == WORKLOAD else [run.workload]  # runs of ResNet-50 keep their labels
     parts += ["tiny"] if run.size == "tiny" else []
     parts += [str("?" if value is None else value) for value in (run.framework, run.precision, run.device)]
     parts.append("synthetic" if run.data in (None, "synthetic") else f"data={Path(str(run.data)).name}")

@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from trainbench import workloads
 from trainbench.config import float_problem
 from trainbench.errors import UsageError
 from trainbench.results import fields
@@ -184,7 +185,7 @@ def environment_sentence(run_a: ComparedRun, run_b: ComparedRun) -> str | None:
 
 def workload_of(run: ComparedRun) -> str:
     """The run's workload (files from before it was recorded: resnet50)."""
-    return str(run.header.get("workload") or "resnet50")
+    return str(run.header.get("workload") or workloads.DEFAULT)
 
 
 def refuse_unlike(run_a: ComparedRun, run_b: ComparedRun) -> None:

@@ -54,7 +54,7 @@ class InputBench:
     workers: int | None = None  # torch: DataLoader processes; tf: tf.data threads (None: all cores, autotuned)
     seed: int = 0
     loader: Loader = "cpu"  # torch: decode and augment in the workers, or on the GPU
-    workload: str = "resnet50"  # whose pipeline: its record kind is the folder's (checked by the command line)
+    workload: str = workloads.DEFAULT  # whose pipeline: its record kind is the folder's (checked by the command line)
     seq_len: int | None = None  # text: tokens per sequence (None: the data's); translation pairs are padded to it
 
     def __post_init__(self) -> None:

@@ -86,7 +86,7 @@ def bench_from_args(args: argparse.Namespace) -> InputBench:
     bench = InputBench(args.framework, args.data, args.batch_size, image_size, args.warmup, args.steps,
                        args.workers, args.seed, args.loader, model.workload, args.seq_len)
     bench = dataclasses.replace(bench, data=str(existing_data_dir(bench.data)))
-    if model.workload == "resnet50":  # ImageNet's pipeline reads images of any folder; it has no other setting
+    if model.spec.image_input:  # the image pipeline reads images of any folder; it has no other setting
         return bench
     return dataclasses.replace(bench, seq_len=with_data(model, bench.data).seq_len)
 

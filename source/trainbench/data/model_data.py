@@ -13,7 +13,6 @@ from pathlib import Path
 
 from trainbench.config import ModelConfig
 from trainbench.data.record_decode import settings_problem
-from trainbench.data.record_schemas import WORKLOAD_KINDS
 from trainbench.data.shards import MANIFEST
 from trainbench.data.source import TFRECORDS, DataSource, num_classes, open_source, record_format, tfrecords_only
 from trainbench.errors import UsageError
@@ -49,7 +48,7 @@ def records_problem(model: ModelConfig, data: str) -> str | None:
 
 def _fitted(model: ModelConfig, data: str, source: DataSource) -> ModelConfig:
     found = record_format(source)
-    expected = WORKLOAD_KINDS[model.workload]
+    expected = model.spec.record_kind
     if found.kind != expected:
         raise UsageError(f"--data {data} holds {_held(source, found.kind)}; --workload {model.workload} reads "
                          f"{expected} records (make them with 'trainbench {_CONVERTERS[expected]}')")

@@ -95,6 +95,3 @@ SCHEMAS: dict[RecordKind, dict[str, Feature]] = {
     },
 }
 
-# The record kind each workload reads with --data.
-WORKLOAD_KINDS: dict[str, RecordKind] = {
-    "resnet50": "imagenet", "bert": "bert", "gpt2": "gpt2", "transformer": "translation", "retinanet": "coco"}

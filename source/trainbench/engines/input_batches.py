@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from trainbench import workloads
 from trainbench.config import ModelConfig
-from trainbench.data.record_schemas import WORKLOAD_KINDS
 from trainbench.data.source import TFRECORDS, DataSource, RecordFormat, record_format, tfrecords_only
 from trainbench.engines.builders import builder_of
 from trainbench.engines.launchers import process_place
@@ -59,11 +58,11 @@ def tf_training_dataset(source: DataSource, model: ModelConfig, batch_size: int,
     ``batch_from_features`` inside the pipeline. A folder of another kind than the workload reads is refused."""
     files = tfrecords_only(source).train
     fmt = record_format(source)
-    expected = WORKLOAD_KINDS[model.workload]
+    expected = model.spec.record_kind
     if fmt.kind != expected:
         raise UsageError(f"{source.folder}: holds {fmt.kind} records; --workload {model.workload} reads {expected} "
                          "records")
-    if fmt.kind == "imagenet":
+    if model.spec.image_input:
         from trainbench.engines.tf import image_pipeline as tf_pipeline
 
         return tf_pipeline.training_dataset(files, batch_size, model.param("image_size"), model.seed, threads)
@@ -84,11 +83,11 @@ def tf_training_dataset(source: DataSource, model: ModelConfig, batch_size: int,
 def _reader_model(fmt: RecordFormat, image_size: int, seq_len: int | None, seed: int) -> ModelConfig:
     """The model whose input a folder of this kind feeds, at the shape settings of the input benchmark: the given
     image size, and the given sequence length or else the records' own."""
-    workload = next(name for name, kind in WORKLOAD_KINDS.items() if kind == fmt.kind)
-    params = workloads.get(workload).params
+    reader = workloads.reader_of(fmt.kind)
+    params = reader.params
     if "seq_len" in params and seq_len is None:
         seq_len = fmt.settings.get("seq_len", fmt.settings.get("max_length"))
-    return ModelConfig(framework="tf" if "tf" in workloads.get(workload).builders else "torch", workload=workload,
+    return ModelConfig(framework="tf" if "tf" in reader.builders else "torch", workload=reader.name,
                        image_size=image_size if "image_size" in params else None,
                        seq_len=seq_len if "seq_len" in params else None, seed=seed)
 
@@ -119,8 +118,9 @@ def torch_batches(source: DataSource, batch_size: int, image_size: int, seed: in
     from trainbench.engines.torch import image_pipeline as torch_pipeline
     from trainbench.engines.torch import record_pipeline as torch_records
 
-    kind = record_format(source).kind if source.kind == TFRECORDS else "imagenet"
-    if kind != "imagenet":
+    fmt = record_format(source) if source.kind == TFRECORDS else None  # None: an image folder tree
+    if fmt is not None and not workloads.reader_of(fmt.kind).image_input:
+        kind = fmt.kind
         if loader != "cpu":
             raise UsageError(f"--loader gpu decodes ImageNet's JPEG images; {kind} records are read by the CPU "
                              "workers: use --loader cpu")

@@ -42,7 +42,7 @@ def workload_title(name: Any, size: Any = None) -> str:
     """A run's network by name and size: "BERT-base", or "tiny BERT-base" for the small network of the same
     structure (38,402 parameters are no BERT-base). From its header's name (files without one: ResNet-50; a name
     this trainbench does not know: the name); no size or "full": the published network."""
-    name = str(name or "resnet50")
+    name = str(name or workloads.DEFAULT)
     title = workloads.get(name).title if name in workloads.names() else name
     return title if size in (None, "full") else f"{size} {title}"
 

@@ -29,7 +29,7 @@ import pandas as pd
 from trainbench.report.console import per_second
 from trainbench.report.found import Campaign, ReportData, RunRecord
 from trainbench.results import fields
-from trainbench.results.header import RunHeader
+from trainbench.results.header import WORKLOAD, RunHeader
 from trainbench.results.records import Status
 from trainbench.results.run_settings import Pair, one_setting_pairs, pairs_by_difference
 from trainbench.results.significance import Verdict, compare_rates, window_rates
@@ -188,7 +188,7 @@ def _campaign_row(campaign: Campaign, config: str, batch: int, ok: list[dict[str
     per_window = [seconds for each in values if (seconds := _per_window(each)) is not None]
     work = {name: _median([_number(row.get(name)) for row in ok]) for name in ("tokens_per_sec", "mfu")}
     unit = _plain(first.get("sample_unit"))
-    return {"workload": _plain(first.get("workload")) or "resnet50", "sample_unit": unit or "sample", **settings,
+    return {"workload": _plain(first.get("workload")) or WORKLOAD, "sample_unit": unit or "sample", **settings,
             **{axis: _plain(first.get(axis)) for axis in extra}, "batch_size": batch,
             "samples_per_sec": float(stats["samples_per_sec_median"]), "sample": REPETITIONS,
             "samples": [float(row[fields.SAMPLES_PER_SEC]) for row in ok], "n": len(ok),

@@ -38,7 +38,7 @@ from trainbench.report.readable import (
 )
 from trainbench.report.telemetry_plot import telemetry_figure
 from trainbench.results import fields
-from trainbench.results.header import RunHeader, Timing
+from trainbench.results.header import WORKLOAD, RunHeader, Timing
 from trainbench.results.layout import MODEL_PLOT
 from trainbench.results.records import Status
 from trainbench.telemetry.schema import TELEMETRY_DIR, telemetry_values
@@ -55,7 +55,7 @@ def run_label(run: RunRecord) -> str:
     settings in summary.json say."""
     header = RunHeader.read(run.header)
     data = header.data or "synthetic"
-    parts: list[str | None] = [] if header.workload == "resnet50" else [workload_title(header.workload)]
+    parts: list[str | None] = [] if header.workload == WORKLOAD else [workload_title(header.workload)]
     parts += [header.framework, header.precision, f"on {header.device}"]
     if header.size not in (None, "full"):
         parts.append(str(header.size))

@@ -32,7 +32,7 @@ def _close(found: float, expected: float) -> bool:
 
 def _tokens_per_sample(header: Mapping[str, Any]) -> tuple[bool, float | None]:
     """(whether the workload is known, its tokens per sample: None without tokens or without the length run)."""
-    name = header.get("workload", "resnet50")
+    name = header.get("workload", workloads.DEFAULT)
     try:
         workload = workloads.get(str(name))
     except UsageError:
@@ -67,7 +67,7 @@ def derived_problem(header: Mapping[str, Any], values: Mapping[str, Any], where:
         known, per_sample_tokens = _tokens_per_sample(header)
         if known and per_sample_tokens is None:
             return (f"{where}.tokens_per_sec is {values['tokens_per_sec']!r} on a workload without tokens "
-                    f"({header.get('workload', 'resnet50')})")
+                    f"({header.get('workload', workloads.DEFAULT)})")
         if per_sample_tokens is not None and not _close(tokens, rate * per_sample_tokens):
             return (f"{where}.tokens_per_sec is {values['tokens_per_sec']!r}, not samples_per_sec x "
                     f"{per_sample_tokens:g} tokens per sample ({rate * per_sample_tokens:.6g})")

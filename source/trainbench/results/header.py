@@ -6,8 +6,8 @@ every reader the header in today's shape (``RunHeader.read(...).to_json()``), so
 
 On disk the header is flat, as readers and scripts have always read it:
 
-- ``workload`` (``"resnet50"``: every run so far; files from before it was written are read as such), its
-  ``sample_unit`` (``"image"``, ``"sequence"``: what samples/s counts), ``size`` (``"full"``, ``"tiny"``) and
+- ``workload`` (files from before it was written are read as ``workloads.DEFAULT``, ResNet-50), its ``sample_unit``
+  (``"image"``, ``"sequence"``: what samples/s counts), ``size`` (``"full"``, ``"tiny"``) and
   ``params`` (the workload's shape settings as run: ``{"seq_len": 128}``);
 - what one sample costs, from the runner (the first batch size that measured it): ``parameters``,
   ``train_flops_per_sample`` and ``flops_note`` (how they were counted; format 4);
@@ -31,9 +31,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from trainbench import workloads
 from trainbench.results.records import FORMAT_KEY, RESULTS_KEY
 
-WORKLOAD = "resnet50"  # the workload of every run written before the header named one
+WORKLOAD = workloads.DEFAULT  # the workload of every run written before the header named one
 SAMPLE_UNIT = "image"  # and its sample unit
 # What one sample costs: taken from the first ok result that holds them (``with_work``).
 WORK = ("parameters", "train_flops_per_sample", "flops_note")

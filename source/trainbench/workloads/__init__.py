@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from trainbench.errors import UsageError
 
@@ -30,6 +31,10 @@ class Param:
 
 
 SIZES = ("full", "tiny")  # every workload has both: the published network, and a small one for CPU tests and the demo
+# The one record kind the image pipelines read (a folder tree of JPEG images, or ImageNet's records), decoded in CPU
+# workers or (--loader gpu) on the GPU; every other kind is read by the record pipelines of its engine.
+IMAGE_RECORDS = "imagenet"
+LearnableSet = Literal["images", "tokens"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ class Workload:
     params: Mapping[str, Param]  # the shape settings a user may set (image_size, seq_len, ...)
     sizes: Mapping[str, Size]  # "full" (the published network) and "tiny"
     references: Mapping[str, str]  # framework -> the reference implementation built for it
+    record_kind: str  # the records --data holds for it ("imagenet", "bert", ...; data.record_schemas describes them)
     # framework -> the module defining BUILDER (engines/<framework>_workloads/): imported only in a worker, so a
     # descriptor never loads a framework.
     builders: Mapping[str, str] = field(default_factory=dict)
@@ -59,7 +65,7 @@ class Workload:
     token_streams: int = 1  # sequences per sample that tokens/s counts (translation: source and target)
     unsupported: Mapping[str, str] = field(default_factory=dict)  # setting -> why it does not apply
     data: frozenset[str] = frozenset()  # frameworks that read --data for it; the others refuse --data in one line
-    untrainable: str | None = None  # why `train` refuses it (None: both engines train it end to end)
+    untrainable: str | None = None  # why `train` refuses it, when it has no learnable synthetic set (learnable_set)
     # Trainable parameters at --size full: the published figure, and what each framework's builder makes (held
     # exactly by the engines' tests, compared across frameworks by tests/test_workloads.py; shown by the command).
     published_parameters: float = 0.0
@@ -69,6 +75,26 @@ class Workload:
     def frameworks(self) -> tuple[str, ...]:
         """The frameworks that build it (those with a builder module)."""
         return tuple(self.references)
+
+    @property
+    def image_input(self) -> bool:
+        """Whether its --data is ImageNet's images, read by the image pipelines (--loader cpu or gpu), rather than
+        converted records read by its engine's record pipeline."""
+        return self.record_kind == IMAGE_RECORDS
+
+    @property
+    def learnable_set(self) -> LearnableSet | None:
+        """The learnable synthetic set `train` draws it from: labelled images for a workload reading images,
+        token sequences for one with tokens; None for neither (``untrainable`` says why `train` refuses it)."""
+        if self.image_input:
+            return "images"
+        return "tokens" if self.tokens_param is not None else None
+
+    @property
+    def trains_on_data(self) -> bool:
+        """Whether `train --data` reads its records end to end: the image pipelines feed training and evaluation;
+        the record pipelines feed throughput, profile and input-bench so far."""
+        return self.image_input
 
     def default(self, name: str, size: str = "full") -> int:
         """A param's default at a size: the size's own, else the param's (the published value)."""
@@ -94,9 +120,10 @@ class Workload:
 
     def train_problem(self) -> str | None:
         """Why end-to-end training refuses this workload, in one line; None when it trains."""
-        if self.untrainable is None:
+        if self.untrainable is None and self.learnable_set is not None:
             return None
-        return (f"train --workload {self.name}: end-to-end training is not there yet: {self.untrainable}; "
+        why = self.untrainable or "no learnable synthetic set (it has neither images nor tokens)"
+        return (f"train --workload {self.name}: end-to-end training is not there yet: {why}; "
                 f"measure its throughput with 'throughput --workload {self.name}'")
 
     def framework_problem(self, framework: str) -> str | None:
@@ -108,6 +135,9 @@ class Workload:
 
 
 _WORKLOADS: dict[str, Workload] = {}
+# What a command runs when no --workload is named, and the workload of every result file written before the header
+# named one (results.header reads such files as this).
+DEFAULT = "resnet50"
 
 
 def register(workload: Workload) -> Workload:
@@ -129,6 +159,12 @@ def names() -> tuple[str, ...]:
 
 def all_workloads() -> tuple[Workload, ...]:
     return tuple(_WORKLOADS[name] for name in names())
+
+
+def reader_of(record_kind: str) -> Workload:
+    """The first registered workload reading ``record_kind`` with --data (the input benchmark measures a folder's
+    pipeline as it feeds that workload): a built-in one before any added later."""
+    return next(workload for workload in _WORKLOADS.values() if workload.record_kind == record_kind)
 
 
 # The registered workloads, listed explicitly.

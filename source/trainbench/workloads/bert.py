@@ -33,6 +33,7 @@ BERT = register(Workload(
                         defaults={"seq_len": 32})},
     references={"torch": "Hugging Face transformers BertForPreTraining (BERT-base config, random weights)",
                 "tf": "tf-models-official official.nlp.modeling BertEncoderV2 + BertPretrainerV2"},
+    record_kind="bert",
     builders={"torch": "trainbench.engines.torch.workloads.bert",
               "tf": "trainbench.engines.tf.workloads.bert"},
     tokens_param="seq_len",

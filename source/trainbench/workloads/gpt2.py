@@ -17,6 +17,7 @@ GPT2 = register(Workload(
                         dims={"layers": 2, "hidden": 32, "heads": 2, "vocab": 512, "positions": 64},
                         defaults={"seq_len": 32})},
     references={"torch": "Hugging Face transformers GPT2LMHeadModel (GPT-2 small config, random weights)"},
+    record_kind="gpt2",
     builders={"torch": "trainbench.engines.torch.workloads.gpt2"},
     refused={"tf": "the pinned tf-models-official has no GPT-2 (run it with --framework torch)"},
     tokens_param="seq_len",

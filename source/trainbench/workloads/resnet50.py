@@ -19,6 +19,7 @@ RESNET50 = register(Workload(
                                                                                        "num_classes": 10})},
     references={"torch": "torchvision.models.resnet50 (weights=None)",
                 "tf": "tf-models-official official.vision ResNet-50 (resnet_model.resnet50, Keras 2)"},
+    record_kind="imagenet",
     builders={"torch": "trainbench.engines.torch.workloads.resnet50",
               "tf": "trainbench.engines.tf.workloads.resnet50"},
     data=frozenset({"torch", "tf"}),

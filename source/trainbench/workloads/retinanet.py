@@ -21,6 +21,7 @@ RETINANET = register(Workload(
                         defaults={"image_size": 128, "num_classes": 5})},
     references={"torch": "torchvision.models.detection.retinanet_resnet50_fpn (weights=None, fixed size)",
                 "tf": "tf-models-official official.vision RetinaNet ResNet-50-FPN with its task's losses"},
+    record_kind="coco",
     builders={"torch": "trainbench.engines.torch.workloads.retinanet",
               "tf": "trainbench.engines.tf.workloads.retinanet"},
     # torchvision matches anchors to boxes inside the step with data-dependent shapes, which read the GPU: a CUDA

@@ -21,6 +21,7 @@ TRANSFORMER = register(Workload(
                         defaults={"seq_len": 16})},
     references={"torch": "torch.nn.Transformer (Transformer-base shapes, shared embeddings)",
                 "tf": "tf-models-official official.legacy.transformer (base params)"},
+    record_kind="translation",
     builders={"torch": "trainbench.engines.torch.workloads.transformer",
               "tf": "trainbench.engines.tf.workloads.transformer"},
     tokens_param="seq_len",

@@ -555,7 +555,7 @@ class TensorFlowEngine:
     def make_trainer(self, config: TrainConfig) -> _Trainer:
         if problem := config.model.spec.train_problem():
             raise UsageError(problem)
-        if config.data is not None and (problem := train_data_problem(config.model.workload)):
+        if config.data is not None and (problem := train_data_problem(config.model)):
             raise UsageError(problem)  # TrainConfig refuses it first; the text and detection records feed throughput
         return _Trainer(config)
 

@@ -242,8 +242,8 @@ def _loader(source: DataSource, batch_size: int, model: ModelConfig, device: str
 
 
 def _reads_records(model: ModelConfig) -> bool:
-    """Whether the workload reads converted text or detection records (``record_pipeline``), not ImageNet's."""
-    return model.workload != "resnet50"
+    """Whether the workload reads converted records (``record_pipeline``), not ImageNet's images."""
+    return not model.spec.image_input
 
 
 def _batches(data_loader: torch.utils.data.DataLoader, model: ModelConfig, device: str, train: bool, loader: str,
@@ -728,16 +728,15 @@ class TorchEngine:
         return _Runner(config, device)
 
     def make_trainer(self, config: TrainConfig) -> _Trainer:
-        workload = config.model.workload
-        if config.data is not None and _reads_records(config.model):  # TrainConfig refuses it first
-            raise UsageError(train_data_problem(workload))
-        if workload == "resnet50":
-            return _Trainer(config)
-        builder: WorkloadBuilder = builder_of(config.model)
         if problem := config.model.spec.train_problem():
             raise UsageError(problem)
+        if config.data is not None and (problem := train_data_problem(config.model)):
+            raise UsageError(problem)  # TrainConfig refuses it first
+        if config.model.spec.learnable_set == "images":
+            return _Trainer(config)
+        builder: WorkloadBuilder = builder_of(config.model)
         if not isinstance(builder, SequenceBuilder):  # a programming error: the descriptor says it trains
-            raise TypeError(f"{workload}'s torch builder makes no batches from the learnable token set")
+            raise TypeError(f"{config.model.workload}'s torch builder makes no batches from the learnable token set")
         return _SequenceTrainer(config, builder)
 
 

@@ -8,11 +8,17 @@ torch. Names are registered once
 unknown name is a one-line UsageError listing the known ones, as timm's ``create_model`` refuses one).
 
 Descriptors register themselves when this package is imported, from the explicit list at the bottom: a module
-that is not listed is not a workload, instead of a scan that would skip a broken one in silence.
+that is not listed is not a workload, instead of a scan that would skip a broken one in silence. Workloads from
+outside the package come the same way, from the modules the environment variable ``TRAINBENCH_WORKLOADS`` names
+(comma-separated, importable: on PYTHONPATH): each registers its descriptor, whose ``builders`` name its own builder
+modules. The variable reaches every worker process, so a worker finds the workload its parent ran; a module that
+cannot be imported is a one-line UsageError when the registry is first asked.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -147,13 +153,33 @@ def register(workload: Workload) -> Workload:
     return workload
 
 
+PLUGINS_VARIABLE = "TRAINBENCH_WORKLOADS"
+_imported_plugins: set[str] = set()
+
+
+def _import_plugins() -> None:
+    """Import the modules ``TRAINBENCH_WORKLOADS`` names that are not imported yet (read at every lookup: a process
+    that sets it later, as a test does, still sees them); each registers its workloads."""
+    for name in (part.strip() for part in os.environ.get(PLUGINS_VARIABLE, "").split(",")):
+        if not name or name in _imported_plugins:
+            continue
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            raise UsageError(f"{PLUGINS_VARIABLE}: cannot import {name!r} ({error}); each name must be a module "
+                             "on PYTHONPATH that registers workloads") from None
+        _imported_plugins.add(name)
+
+
 def get(name: str) -> Workload:
+    _import_plugins()
     if name not in _WORKLOADS:
         raise UsageError(f"unknown workload {name!r}: choose one of {', '.join(names())}")
     return _WORKLOADS[name]
 
 
 def names() -> tuple[str, ...]:
+    _import_plugins()
     return tuple(sorted(_WORKLOADS))
 
 
@@ -164,6 +190,7 @@ def all_workloads() -> tuple[Workload, ...]:
 def reader_of(record_kind: str) -> Workload:
     """The first registered workload reading ``record_kind`` with --data (the input benchmark measures a folder's
     pipeline as it feeds that workload): a built-in one before any added later."""
+    _import_plugins()
     return next(workload for workload in _WORKLOADS.values() if workload.record_kind == record_kind)
 
 

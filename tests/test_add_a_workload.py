@@ -30,11 +30,12 @@ MLP = register(Workload(
 
 TORCH_BUILDER = '''
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from trainbench.engines.torch.workloads import ImageClassifier
 
-class Mlp:
+
+class Mlp(ImageClassifier):  # its loss and evaluation: label-smoothed cross-entropy over the logits
     def build(self, model):
         size, hidden = model.param("image_size"), model.spec.dims(model.size)["hidden"]
         return nn.Sequential(nn.Flatten(), nn.Linear(3 * size * size, hidden), nn.ReLU(),
@@ -46,12 +47,8 @@ class Mlp:
         images = torch.randn((batch_size, 3, size, size), device=device, generator=random)
         return images, torch.randint(0, model.param("num_classes"), (batch_size,), device=device, generator=random)
 
-    def loss(self, network, batch, smoothing):
-        images, labels = batch
-        return F.cross_entropy(network(images), labels, label_smoothing=smoothing)
 
-
-BUILDER = Mlp()
+BUILDER = Mlp
 '''
 
 TF_BUILDER = '''
@@ -84,7 +81,7 @@ class Mlp:
         return losses, logits, labels
 
 
-BUILDER = Mlp()
+BUILDER = Mlp
 '''
 
 TRAIN = ["--device", "cpu", "--workload", "mlp", "--size", "tiny", "--batch-size", "8", "--epochs", "1",

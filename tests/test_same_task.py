@@ -51,12 +51,12 @@ def test_bert_batches_hold_the_same_task_in_both_frameworks(kind: str) -> None:
     torch_model, tf_model = model("bert", "torch"), model("bert", "tf")
     length = torch_model.param("seq_len")
     if kind == "synthetic":
-        made = {"torch": torch_bert.BUILDER.synthetic_batch(torch_model, ROWS, "cpu", 3),
-                "tf": tf_bert.BUILDER.synthetic_batch(tf_model, ROWS, "/cpu:0", 3)}
+        made = {"torch": torch_bert.BUILDER().synthetic_batch(torch_model, ROWS, "cpu", 3),
+                "tf": tf_bert.BUILDER().synthetic_batch(tf_model, ROWS, "/cpu:0", 3)}
     else:
         tokens, examples = learnable_sequences(40, ROWS, length, 512, 0), np.arange(40, 40 + ROWS)
-        made = {"torch": torch_bert.BUILDER.batch_from_tokens(torch_model, tokens, "cpu", examples),
-                "tf": tf_bert.BUILDER.batch_from_tokens(tf_model, tokens, "/cpu:0", examples)}
+        made = {"torch": torch_bert.BUILDER().batch_from_tokens(torch_model, tokens, "cpu", examples),
+                "tf": tf_bert.BUILDER().batch_from_tokens(tf_model, tokens, "/cpu:0", examples)}
     mine, theirs = bert_arrays("torch", made["torch"]), bert_arrays("tf", made["tf"])
     for role, values in mine.items():
         np.testing.assert_array_equal(values, theirs[role], err_msg=role)
@@ -71,12 +71,12 @@ def test_transformer_pairs_are_the_same_in_both_frameworks() -> None:
     tokens = learnable_sequences(0, ROWS, torch_model.param("seq_len"), 512, 0)
     for make in ("synthetic", "learnable"):
         if make == "synthetic":
-            (source, target_in), target = torch_transformer.BUILDER.synthetic_batch(torch_model, ROWS, "cpu", 5)
-            tf_source, tf_target = tf_transformer.BUILDER.synthetic_batch(tf_model, ROWS, "/cpu:0", 5)
+            (source, target_in), target = torch_transformer.BUILDER().synthetic_batch(torch_model, ROWS, "cpu", 5)
+            tf_source, tf_target = tf_transformer.BUILDER().synthetic_batch(tf_model, ROWS, "/cpu:0", 5)
         else:
-            (source, target_in), target = torch_transformer.BUILDER.batch_from_tokens(
+            (source, target_in), target = torch_transformer.BUILDER().batch_from_tokens(
                 torch_model, tokens, "cpu", np.arange(ROWS))
-            tf_source, tf_target = tf_transformer.BUILDER.batch_from_tokens(tf_model, tokens, "/cpu:0",
+            tf_source, tf_target = tf_transformer.BUILDER().batch_from_tokens(tf_model, tokens, "/cpu:0",
                                                                             np.arange(ROWS))
         np.testing.assert_array_equal(source.numpy(), tf_source.numpy())
         np.testing.assert_array_equal(target.numpy(), tf_target.numpy())
@@ -145,7 +145,7 @@ def test_retinanet_boxes_are_the_task_s_in_torch() -> None:
     same ones, y first): real boxes inside the image, no background label."""
     detector = model("retinanet", "torch")
     size, count = detector.param("image_size"), detector.spec.dims("tiny")["boxes_per_image"]
-    _, objects = torch_retinanet.BUILDER.synthetic_batch(detector, ROWS, "cpu", 9)
+    _, objects = torch_retinanet.BUILDER().synthetic_batch(detector, ROWS, "cpu", 9)
     boxes, labels = synthetic_boxes(ROWS, count, size, detector.param("num_classes"), 9)
     np.testing.assert_array_equal(objects["boxes"].numpy(), boxes)
     np.testing.assert_array_equal(objects["labels"].numpy(), labels)

@@ -141,7 +141,8 @@ def tiny(workload: str) -> ModelConfig:
 
 def test_transformer_batch_pairs_each_sequence_with_its_translation():
     tokens = learnable_sequences(0, 3, 16, 512, seed=0)
-    source, target = transformer_builder.BUILDER.batch_from_tokens(tiny("transformer"), tokens, "/cpu:0", np.arange(3))
+    builder = transformer_builder.BUILDER()
+    source, target = builder.batch_from_tokens(tiny("transformer"), tokens, "/cpu:0", np.arange(3))
     np.testing.assert_array_equal(source.numpy(), tokens)
     np.testing.assert_array_equal(target.numpy(), translated(tokens, 512))
 
@@ -149,7 +150,7 @@ def test_transformer_batch_pairs_each_sequence_with_its_translation():
 def test_bert_batch_masks_15_percent_and_targets_the_true_tokens():
     model = tiny("bert")
     tokens = learnable_sequences(0, 4, 32, 512, seed=0)
-    inputs, targets = bert_builder.BUILDER.batch_from_tokens(model, tokens, "/cpu:0", np.arange(4))
+    inputs, targets = bert_builder.BUILDER().batch_from_tokens(model, tokens, "/cpu:0", np.arange(4))
     positions, ids = inputs["masked_lm_positions"].numpy(), inputs["input_word_ids"].numpy()
     assert positions.shape == (4, 5)  # 15 % of 32
     assert (positions >= 1).all()  # never the [CLS] place
@@ -164,9 +165,9 @@ def test_bert_batch_masks_15_percent_and_targets_the_true_tokens():
     np.testing.assert_array_equal(labelled[:, :16], tokens[:, :16])
     np.testing.assert_array_equal(labelled[is_next], tokens[is_next])
     # Seeded per example: the same example draws the same positions whatever batch it is in; another, others.
-    again, _ = bert_builder.BUILDER.batch_from_tokens(model, tokens[[2, 0]], "/cpu:0", np.array([2, 0]))
+    again, _ = bert_builder.BUILDER().batch_from_tokens(model, tokens[[2, 0]], "/cpu:0", np.array([2, 0]))
     np.testing.assert_array_equal(again["masked_lm_positions"].numpy(), positions[[2, 0]])
-    other, _ = bert_builder.BUILDER.batch_from_tokens(model, tokens, "/cpu:0", np.arange(4, 8))
+    other, _ = bert_builder.BUILDER().batch_from_tokens(model, tokens, "/cpu:0", np.arange(4, 8))
     assert not np.array_equal(other["masked_lm_positions"].numpy(), positions)
 
 

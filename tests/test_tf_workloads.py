@@ -35,12 +35,12 @@ def model_config(name: str, size: str = "tiny", **overrides: Any) -> ModelConfig
 
 
 def builder_of(model: ModelConfig) -> Any:
-    return importlib.import_module(model.spec.builders["tf"]).BUILDER
+    return importlib.import_module(model.spec.builders["tf"]).BUILDER()
 
 
 def loss_of(runner: Any, model: ModelConfig) -> float:
-    """The builder's loss on a fresh synthetic batch, as the runner's network stands."""
-    builder = builder_of(model)
+    """The runner's builder's loss on a fresh synthetic batch, as the runner's network stands."""
+    builder = runner.builder
     return float(builder.loss(runner.network, builder.synthetic_batch(model, BATCH, "/cpu:0", 7), 0.1))
 
 

@@ -86,9 +86,9 @@ def test_a_perfect_predictor_scores_full_token_accuracy(monkeypatch: pytest.Monk
         tokens, _ = batch  # type: ignore[misc]
         labels = tokens[:, 1:].flatten()
         seen.append(len(labels))
-        return torch.tensor(0.5), torch.nn.functional.one_hot(labels, 512).float(), labels
+        return torch.full((len(tokens),), 0.5), torch.nn.functional.one_hot(labels, 512).float(), labels
 
-    monkeypatch.setattr(trainer._builder, "eval_outputs", oracle)
+    monkeypatch.setattr(trainer._parts.builder, "eval_outputs", oracle)
     result = trainer.evaluate()
     assert result == {"loss": 0.5, "top1": 1.0, "top5": 1.0, "examples": 24.0}
     assert sum(seen) == 24 * 31  # every next token of the 24 sequences of 32
@@ -97,7 +97,7 @@ def test_a_perfect_predictor_scores_full_token_accuracy(monkeypatch: pytest.Monk
 def test_transformer_batches_translate_the_learnable_sequences() -> None:
     model = ModelConfig(workload="transformer", size="tiny", device="cpu")
     tokens = learnable_sequences(0, 3, 16, 512, model.seed)
-    (source, target_in), target_out = transformer.BUILDER.batch_from_tokens(model, tokens, "cpu", np.arange(3))
+    (source, target_in), target_out = transformer.BUILDER().batch_from_tokens(model, tokens, "cpu", np.arange(3))
     assert np.array_equal(source.numpy(), tokens)
     assert np.array_equal(target_out.numpy(), translated(tokens, 512))
     assert (target_in[:, 0] == transformer.START).all()  # a token the set never holds
@@ -107,7 +107,7 @@ def test_transformer_batches_translate_the_learnable_sequences() -> None:
 def test_bert_batches_mask_each_example_the_same_way_every_time() -> None:
     model = ModelConfig(workload="bert", size="tiny", device="cpu")
     tokens = learnable_sequences(0, 64, 32, 512, model.seed)
-    inputs, targets = bert.BUILDER.batch_from_tokens(model, tokens, "cpu", np.arange(64))
+    inputs, targets = bert.BUILDER().batch_from_tokens(model, tokens, "cpu", np.arange(64))
     positions = inputs["masked_positions"]
     assert positions.shape == (64, 5)  # 15 % of 32
     assert (inputs["input_ids"].gather(1, positions) == bert_task.MASK_ID).all()
@@ -120,7 +120,7 @@ def test_bert_batches_mask_each_example_the_same_way_every_time() -> None:
     assert np.array_equal(labelled[not_next, :16], tokens[not_next, :16])
     assert (labelled[not_next, 16:] != tokens[not_next, 16:]).all()
     # Rows 3 and 5 drawn again in another batch, in another order: the same masks and labels.
-    again, again_targets = bert.BUILDER.batch_from_tokens(model, tokens[[5, 3]], "cpu", np.array([5, 3]))
+    again, again_targets = bert.BUILDER().batch_from_tokens(model, tokens[[5, 3]], "cpu", np.array([5, 3]))
     assert torch.equal(again["input_ids"], inputs["input_ids"][[5, 3]])
     assert torch.equal(again_targets["next_sentence_label"], targets["next_sentence_label"][[5, 3]])
 

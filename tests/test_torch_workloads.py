@@ -8,7 +8,6 @@ the analytic formulas below count the same things.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -20,9 +19,8 @@ from torch import nn
 
 from trainbench import workloads
 from trainbench.config import BenchConfig, ModelConfig
-from trainbench.engines.builders import WorkloadBuilder
 from trainbench.engines.torch.engine import ENGINE, _cloned, _tensors
-from trainbench.engines.torch.workloads import flops, retinanet
+from trainbench.engines.torch.workloads import TorchBuilder, builder_of, flops, retinanet
 from trainbench.workloads import bert as bert_task
 
 TORCH_WORKLOADS = tuple(workload.name for workload in workloads.all_workloads() if "torch" in workload.frameworks)
@@ -31,8 +29,8 @@ SMOOTHING = 0.1
 CONVOLUTIONAL = ("resnet50", "retinanet")  # a ResNet-50 trunk: seconds a step on the CPU even at tiny size
 
 
-def builder(model: ModelConfig) -> WorkloadBuilder:
-    return importlib.import_module(model.spec.builders["torch"]).BUILDER  # type: ignore[no-any-return]
+def builder(model: ModelConfig) -> TorchBuilder:
+    return builder_of(model)
 
 
 def weights(network: nn.Module) -> list[np.ndarray]:

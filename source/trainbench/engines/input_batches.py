@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from trainbench import workloads
 from trainbench.config import ModelConfig
 from trainbench.data.source import TFRECORDS, DataSource, RecordFormat, record_format, tfrecords_only
-from trainbench.engines.builders import builder_of
 from trainbench.engines.launchers import process_place
 from trainbench.errors import UsageError
 
 if TYPE_CHECKING:
-    from trainbench.engines.tf.workloads import TfRecordBuilder
+    from trainbench.engines.tf.workloads import TfBuilder
 
 Batches = Generator[Any, None, None]  # a generator: closing it stops the pipeline's workers now
 
@@ -68,7 +67,9 @@ def tf_training_dataset(source: DataSource, model: ModelConfig, batch_size: int,
         return tf_pipeline.training_dataset(files, batch_size, model.param("image_size"), model.seed, threads)
 
     # The builder first: its package sets TF_USE_LEGACY_KERAS before TensorFlow is imported.
-    builder: TfRecordBuilder | None = builder_of(model) if "tf" in model.spec.builders else None
+    from trainbench.engines.tf.workloads import builder_of
+
+    builder: TfBuilder | None = builder_of(model) if "tf" in model.spec.builders else None
     from trainbench.engines.tf import record_pipeline as tf_records
 
     params = model.params()

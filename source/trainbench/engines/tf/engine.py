@@ -41,7 +41,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 # The official model code calls ``tf.initializers``, which TensorFlow routes to Keras 3 unless this is set: the
 # classifier would then get a Keras 3 initializer inside a tf_keras model. TensorFlow reads it when ``tf.keras``
@@ -56,12 +56,11 @@ from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainCo
 from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
 from trainbench.engines.base import CHECKPOINTS_KEPT, Span, is_decayed, steps_for, synthetic_split
-from trainbench.engines.builders import Batch, builder_of
 from trainbench.engines.capabilities import TENSORFLOW
 from trainbench.engines.input_batches import tf_training_dataset
 from trainbench.engines.tf import image_pipeline as tf_pipeline
 from trainbench.engines.tf.distribute import make_strategy, world_record
-from trainbench.engines.tf.workloads import TfSequenceBuilder, TfWorkloadBuilder
+from trainbench.engines.tf.workloads import Batch, TfBuilder, builder_of
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
@@ -87,7 +86,7 @@ class _Parts:
     """Everything a training step needs, built once per runner or trainer."""
 
     strategy: tf.distribute.Strategy
-    builder: TfWorkloadBuilder
+    builder: TfBuilder
     network: tf_keras.Model
     optimizer: tf_keras.optimizers.Optimizer
     replica_step: Callable[..., tf.Tensor]  # (inputs, targets) -> this replica's share of the mean loss
@@ -111,7 +110,7 @@ def _build_parts(
 ) -> _Parts:
     replicas = strategy.num_replicas_in_sync
     global_batch = per_replica_batch * replicas
-    builder: TfWorkloadBuilder = builder_of(model)
+    builder = builder_of(model)
     tf_keras.utils.set_random_seed(model.seed)  # same initial weights for the same seed (python, numpy, tf)
     with _policy(model.precision), strategy.scope():
         network = builder.build(model)
@@ -265,6 +264,7 @@ class _Runner:
         self.train_flops_per_sample: float | None = None
         self.flops_note = "not counted"
         self.network = parts.network  # for inspection (tests)
+        self.builder = parts.builder  # its network's builder (RetinaNet's keeps the network's task)
         self._strategy = parts.strategy
         self._count_flops(parts, model)
         if data is not None:
@@ -322,22 +322,21 @@ def _padded(array: np.ndarray, batch: int) -> np.ndarray:
     return np.concatenate([array, np.zeros((-len(array) % batch, *array.shape[1:]), array.dtype)])
 
 
-def _learnable_examples(model: ModelConfig, builder: TfWorkloadBuilder, span: Span, batch: int) -> Batch:
+def _learnable_examples(model: ModelConfig, builder: TfBuilder, span: Span, batch: int) -> Batch:
     """Examples ``span`` of the learnable synthetic set, zero-padded up to whole batches of ``batch`` (1: none), as
     the workload's (inputs, targets): images and labels, or the sequences made into its batch format."""
-    if model.spec.tokens_param is None:
+    if model.spec.learnable_set == "images":
         images, labels = learnable_examples(*span, model.param("image_size"), model.param("num_classes"), model.seed)
         return _padded(images, batch), _padded(labels, batch)
     vocab = model.spec.dims(model.size)["vocab"]
     tokens = learnable_sequences(*span, model.param("seq_len"), vocab, model.seed)
-    sequences = cast(TfSequenceBuilder, builder)  # every sequence workload's builder is one
     padded = _padded(tokens, batch)
     # Each row's indices in the set (padding rows: past the span's end) seed what is drawn for it (BERT's masks).
-    return sequences.batch_from_tokens(model, padded, "/cpu:0", span.start + np.arange(len(padded)))
+    return builder.batch_from_tokens(model, padded, "/cpu:0", span.start + np.arange(len(padded)))
 
 
 def _synthetic_datasets(
-    config: TrainConfig, builder: TfWorkloadBuilder, global_batch: int
+    config: TrainConfig, builder: TfBuilder, global_batch: int
 ) -> tuple[tf.data.Dataset, tf.data.Dataset]:
     """The learnable synthetic set: endless shuffled training batches, endless passes over the evaluation set."""
     model = config.model

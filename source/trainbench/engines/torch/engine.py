@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -39,12 +39,10 @@ from trainbench.config import (
 from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
 from trainbench.engines.base import CHECKPOINTS_KEPT, Span, is_decayed, steps_for, synthetic_split
-from trainbench.engines.builders import WorkloadBuilder, builder_of
 from trainbench.engines.capabilities import TORCH
 from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.engines.launchers import process_place
-from trainbench.engines.torch.workloads import flops
-from trainbench.engines.torch.workloads.resnet50 import classification_loss
+from trainbench.engines.torch.workloads import TorchBuilder, builder_of, flops
 from trainbench.errors import UsageError
 from trainbench.training.metrics import top_k_correct
 
@@ -164,7 +162,7 @@ def _grouped_state(saved: dict[str, Any], network: nn.Module, weight_decay: floa
 @dataclass
 class _Parts:
     network: nn.Module  # the plain module: checkpoints hold its state_dict, evaluation calls it
-    builder: WorkloadBuilder
+    builder: TorchBuilder
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler | None  # fp16 only
     step: StepFn  # batch -> detached loss; queues the work, never synchronises
@@ -178,12 +176,13 @@ def _build(
 ) -> _Parts:
     """Network, optimizer and training step; ``wrap`` adds DistributedDataParallel for multi-GPU training."""
     torch.manual_seed(model_config.seed)
-    builder: WorkloadBuilder = builder_of(model_config)
+    builder = builder_of(model_config)
     network = builder.build(model_config).to(device)  # .to keeps a channels_last layout the builder chose
     forward = wrap(network) if wrap else network
     if model_config.compile:
         # Static shapes: every batch of a run has the same shape (training drops the short last batch).
-        forward = torch.compile(forward, mode=model_config.compile_mode, dynamic=False)
+        # A module compiled is an OptimizedModule, itself a module (torch types the result as any callable).
+        forward = cast(nn.Module, torch.compile(forward, mode=model_config.compile_mode, dynamic=False))
     optimizer = _optimizer(network, optimizer_config, learning_rate)
     device_type = torch.device(device).type
     dtype = _AUTOCAST_DTYPES[model_config.precision]
@@ -194,7 +193,7 @@ def _build(
 
 
 def _make_step(
-    forward: nn.Module, builder: WorkloadBuilder, optimizer: torch.optim.Optimizer,
+    forward: nn.Module, builder: TorchBuilder, optimizer: torch.optim.Optimizer,
     scaler: torch.amp.GradScaler | None, device_type: str, dtype: torch.dtype | None, smoothing: float,
     cache_casts: bool = True,
 ) -> StepFn:
@@ -246,31 +245,20 @@ def _reads_records(model: ModelConfig) -> bool:
     return not model.spec.image_input
 
 
-def _batches(data_loader: torch.utils.data.DataLoader, model: ModelConfig, device: str, train: bool, loader: str,
-             endless: bool) -> Iterator[Batch]:
+def _batches(data_loader: torch.utils.data.DataLoader, model: ModelConfig, builder: TorchBuilder, device: str,
+             train: bool, loader: str, endless: bool) -> Iterator[Batch]:
     """The loader's batches on the device: decoded and augmented there (``loader`` "gpu") or in the workers; for
     the record workloads, the builder's batch of each collated dict of features."""
     from trainbench.engines.torch import gpu_image_pipeline as gpu_pipeline
     from trainbench.engines.torch import image_pipeline as torch_pipeline
 
     if _reads_records(model):
-        builder = builder_of(model)
-        if not isinstance(builder, RecordBuilder):  # a programming error: the descriptor says it reads --data
-            raise TypeError(f"{model.workload}'s torch builder makes no batches from records")
         return (builder.batch_from_features(features, model, device)
                 for features in torch_pipeline.loader_batches(data_loader, endless))
     if loader == "gpu":
         return gpu_pipeline.batches(data_loader, model.param("image_size"), device, train=train,
                                     channels_last=model.channels_last, endless=endless)
     return torch_pipeline.batches(data_loader, device, model.channels_last, endless=endless)
-
-
-@runtime_checkable
-class RecordBuilder(WorkloadBuilder, Protocol):
-    """What a builder adds for --data: its batch from a collated batch of records (``record_pipeline``)."""
-
-    def batch_from_features(self, features: dict[str, torch.Tensor], model: ModelConfig, device: str) -> Batch:
-        """Exactly the structure synthetic_batch returns, from the loader's dict of tensors (on the host)."""
 
 
 def _tensors(batch: Any) -> list[torch.Tensor]:
@@ -358,7 +346,7 @@ class _Runner:
         if config.data is not None:
             loader = _loader(open_source(config.data), config.batch_size, model, device, True, config.loader, rank,
                              world)
-            self._batches = _batches(loader, model, device, True, config.loader, endless=True)
+            self._batches = _batches(loader, model, self._parts.builder, device, True, config.loader, endless=True)
             return self._batches.__next__
         batch = self._parts.builder.synthetic_batch(model, config.batch_size, device, model.seed)
         self._synthetic = batch
@@ -480,7 +468,8 @@ class _Trainer:
                            self._world)
 
         self._model_config, self._loader_kind = config.model, config.loader
-        self._train_batches = _batches(loader(True), config.model, self._device, True, config.loader, endless=True)
+        self._train_batches = _batches(loader(True), config.model, self._parts.builder, self._device, True,
+                                       config.loader, endless=True)
         self._eval_loader = loader(False)
         self._cycle_eval = config.eval_steps is not None  # a given step count may need more than one pass
         self.steps_per_epoch = steps_for(count_examples(source, True), config.batch_size, config.steps_per_epoch)
@@ -538,12 +527,12 @@ class _Trainer:
         parts = self._parts
         parts.network.eval()  # uncompiled: a compiled one would recompile for eval mode and the last partial batch
         totals = np.zeros(4)  # loss sum, top-1 hits, top-5 hits, examples
-        for images, labels in self._eval_batches():
+        for batch in self._eval_batches():
             with _autocast(parts.device_type, parts.autocast_dtype):
-                logits = parts.network(images).float()
-            loss = classification_loss(logits, labels, self._smoothing, reduction="sum")
-            logits_np, labels_np = logits.cpu().numpy(), labels.cpu().numpy()
-            totals += (float(loss), top_k_correct(logits_np, labels_np, 1), top_k_correct(logits_np, labels_np, 5),
+                losses, logits, labels = parts.builder.eval_outputs(parts.network, batch, self._smoothing)
+            logits_np, labels_np = logits.float().cpu().numpy(), labels.cpu().numpy()
+            totals += (float(losses.sum()), top_k_correct(logits_np, labels_np, 1),
+                       top_k_correct(logits_np, labels_np, 5),
                        len(labels_np))
         totals = self._summed(totals)
         parts.network.train()
@@ -562,8 +551,8 @@ class _Trainer:
     def _eval_batches(self) -> Iterator[Batch]:
         """This rank's share of the evaluation batches."""
         if self._real_data:
-            batches = _batches(self._eval_loader, self._model_config, self._device, False, self._loader_kind,
-                               self._cycle_eval)
+            batches = _batches(self._eval_loader, self._model_config, self._parts.builder, self._device, False,
+                               self._loader_kind, self._cycle_eval)
             try:
                 yield from itertools.islice(batches, self.eval_steps) if self._cycle_eval else batches
             finally:
@@ -621,27 +610,13 @@ class _Trainer:
         return int(state["epoch"])
 
 
-@runtime_checkable
-class SequenceBuilder(WorkloadBuilder, Protocol):
-    """What a sequence workload's builder adds for end-to-end training on the learnable token set."""
-
-    def batch_from_tokens(self, model: ModelConfig, tokens: np.ndarray, device: str, examples: np.ndarray) -> Batch:
-        """A training batch, as synthetic_batch makes random ones, from int64 sequences (batch, seq_len) of
-        ``learnable_sequences``; ``examples`` are their indices in the set, which seed whatever else is random
-        about a row (BERT's masked positions), so an example is the same row every time it is drawn."""
-
-    def eval_outputs(self, network: nn.Module, batch: Batch,
-                     smoothing: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(the training loss, logits (N, vocab), labels (N,)) over the N tokens the workload predicts."""
-
-
 class _SequenceTrainer(_Trainer):
     """The sequence workloads on the learnable token set (``learnable_sequences``): the builder makes each batch
     from the gathered sequences; evaluation reports the accuracy of the predicted tokens (top-1/top-5 over the
     tokens, "examples" counts sequences)."""
 
-    def __init__(self, config: TrainConfig, builder: SequenceBuilder) -> None:
-        self._builder, self._model = builder, config.model
+    def __init__(self, config: TrainConfig) -> None:
+        self._model = config.model
         super().__init__(config)
 
     @property
@@ -655,19 +630,19 @@ class _SequenceTrainer(_Trainer):
     def _batch(self, data: tuple[Any, ...], indices: torch.Tensor) -> Batch:
         tokens, start = data
         rows = indices.numpy()
-        return self._builder.batch_from_tokens(self._model, tokens[rows], self._device, start + rows)
+        return self._parts.builder.batch_from_tokens(self._model, tokens[rows], self._device, start + rows)
 
     @torch.no_grad()
     def evaluate(self) -> dict[str, float]:
         parts = self._parts
         parts.network.eval()
-        totals = np.zeros(5)  # loss x sequences, top-1 hits, top-5 hits, predicted tokens, sequences
+        totals = np.zeros(5)  # the sequences' losses, top-1 hits, top-5 hits, predicted tokens, sequences
         for indices in self._eval_indices():
             with _autocast(parts.device_type, parts.autocast_dtype):
-                loss, logits, labels = self._builder.eval_outputs(parts.network, self._batch(self._eval, indices),
-                                                                  self._smoothing)
+                losses, logits, labels = parts.builder.eval_outputs(parts.network, self._batch(self._eval, indices),
+                                                                    self._smoothing)
             logits = logits.float()
-            totals += (float(loss) * len(indices), _top_k_hits(logits, labels, 1), _top_k_hits(logits, labels, 5),
+            totals += (float(losses.sum()), _top_k_hits(logits, labels, 1), _top_k_hits(logits, labels, 5),
                        len(labels), len(indices))
         loss_sum, top1, top5, tokens, sequences = self._summed(totals)
         parts.network.train()
@@ -734,10 +709,7 @@ class TorchEngine:
             raise UsageError(problem)  # TrainConfig refuses it first
         if config.model.spec.learnable_set == "images":
             return _Trainer(config)
-        builder: WorkloadBuilder = builder_of(config.model)
-        if not isinstance(builder, SequenceBuilder):  # a programming error: the descriptor says it trains
-            raise TypeError(f"{config.model.workload}'s torch builder makes no batches from the learnable token set")
-        return _SequenceTrainer(config, builder)
+        return _SequenceTrainer(config)
 
 
 ENGINE = TorchEngine()

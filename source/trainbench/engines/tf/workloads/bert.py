@@ -27,7 +27,7 @@ from official.modeling import tf_utils
 from official.nlp.modeling import models, networks
 
 from trainbench.config import ModelConfig
-from trainbench.engines.builders import Batch
+from trainbench.engines.tf.workloads import Batch, Builder, TfBuilder
 from trainbench.workloads.bert import PretrainingArrays, learnable_pretraining, synthetic_pretraining
 
 BUILD_SEED_OFFSET = 2_000_003
@@ -70,7 +70,7 @@ class NextSentence(tf_keras.layers.Layer):
         return {}
 
 
-class BertBuilder:
+class BertBuilder(Builder):
     def build(self, model: ModelConfig) -> tf_keras.Model:
         dims = model.spec.dims(model.size)
         encoder = networks.BertEncoderV2(
@@ -146,4 +146,4 @@ class BertBuilder:
         return mlm_loss + sentence_loss, tf.reshape(mlm_logits, (-1, vocab)), tf.reshape(labels["masked_lm_ids"], (-1,))
 
 
-BUILDER = BertBuilder()
+BUILDER: type[TfBuilder] = BertBuilder

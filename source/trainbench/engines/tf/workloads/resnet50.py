@@ -16,10 +16,10 @@ import tf_keras
 from official.legacy.image_classification.resnet import resnet_model
 
 from trainbench.config import ModelConfig
-from trainbench.engines.builders import Batch
+from trainbench.engines.tf.workloads import Batch, Builder, TfBuilder
 
 
-class ResNet50Builder:
+class ResNet50Builder(Builder):
     def build(self, model: ModelConfig) -> tf_keras.Model:
         network = resnet_model.resnet50(num_classes=model.param("num_classes"), use_l2_regularizer=False)
         size = model.param("image_size")
@@ -53,4 +53,4 @@ class ResNet50Builder:
         return losses, probabilities, labels
 
 
-BUILDER = ResNet50Builder()
+BUILDER: type[TfBuilder] = ResNet50Builder

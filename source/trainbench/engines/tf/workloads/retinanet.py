@@ -28,8 +28,8 @@ from official.vision.ops import anchor
 from official.vision.tasks import retinanet as retinanet_task
 
 from trainbench.config import ModelConfig
-from trainbench.engines.builders import Batch
 from trainbench.engines.tf.record_pipeline import PADDING_CLASS
+from trainbench.engines.tf.workloads import Batch, Builder, TfBuilder
 from trainbench.workloads.retinanet import synthetic_boxes
 
 MIN_LEVEL, MAX_LEVEL = 3, 7
@@ -60,7 +60,7 @@ def anchors(size: int) -> tuple[dict[str, tf.Tensor], anchor.AnchorLabeler]:
     return generator(image_size=(size, size)), anchor.AnchorLabeler(match_threshold=0.5, unmatched_threshold=0.5)
 
 
-class RetinaNetBuilder:
+class RetinaNetBuilder(Builder):
     def __init__(self) -> None:
         # network -> its task (for build_losses): a tf.Module, so not set on the Keras model (it would be tracked
         # and checkpointed with it).
@@ -122,4 +122,4 @@ class RetinaNetBuilder:
         return total
 
 
-BUILDER = RetinaNetBuilder()
+BUILDER: type[TfBuilder] = RetinaNetBuilder

@@ -23,7 +23,7 @@ from official.legacy.transformer import metrics, model_params, transformer
 
 from trainbench.config import ModelConfig
 from trainbench.data.synthetic import translated
-from trainbench.engines.builders import Batch
+from trainbench.engines.tf.workloads import Batch, Builder, TfBuilder
 from trainbench.workloads.transformer import synthetic_pair
 
 
@@ -39,7 +39,7 @@ def params_for(model: ModelConfig) -> dict[str, Any]:
     return params
 
 
-class TransformerBuilder:
+class TransformerBuilder(Builder):
     def build(self, model: ModelConfig) -> tf_keras.Model:
         network = transformer.Transformer(params_for(model), name="transformer_v2")
         ids = tf.ones((1, model.param("seq_len")), tf.int32)
@@ -80,4 +80,4 @@ class TransformerBuilder:
         return per_pair, tf.reshape(tf.cast(logits, tf.float32), (-1, vocab)), tf.reshape(target, (-1,))
 
 
-BUILDER = TransformerBuilder()
+BUILDER: type[TfBuilder] = TransformerBuilder

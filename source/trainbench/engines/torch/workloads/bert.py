@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainbench.config import ModelConfig
+from trainbench.engines.torch.workloads import Builder, TorchBuilder, per_example
 from trainbench.engines.torch.workloads._hf import transformers
 from trainbench.workloads.bert import PretrainingArrays, learnable_pretraining, synthetic_pretraining
 
@@ -64,7 +65,7 @@ class MaskedPretraining(nn.Module):
         return self.cls.predictions(sequence.gather(1, index)), self.cls.seq_relationship(pooled)
 
 
-class BertBuilder:
+class BertBuilder(Builder):
     def build(self, model: ModelConfig) -> nn.Module:
         return MaskedPretraining(transformers.BertForPreTraining(config(model)))
 
@@ -91,17 +92,26 @@ class BertBuilder:
         return inputs, {"masked_ids": masked_ids, "next_sentence_label": ids["next_sentence_labels"].reshape(-1)}
 
     def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
-        return self.eval_outputs(network, batch, smoothing)[0]
-
-    def eval_outputs(self, network: nn.Module, batch: Batch,
-                     smoothing: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Masked-LM plus next-sentence cross-entropy, as BERT pre-trains (``smoothing`` is not part of it), and
-        the masked tokens' logits and labels."""
+        """Masked-LM cross-entropy over the batch's masked tokens plus next-sentence cross-entropy, as BERT
+        pre-trains (``smoothing`` is not part of it)."""
         inputs, targets = batch
         masked_scores, next_scores = network(**inputs)
         logits, labels = masked_scores.flatten(0, 1), targets["masked_ids"].flatten()
-        loss = F.cross_entropy(logits, labels) + F.cross_entropy(next_scores, targets["next_sentence_label"])
-        return loss, logits, labels
+        return F.cross_entropy(logits, labels) + F.cross_entropy(next_scores, targets["next_sentence_label"])
+
+    def eval_outputs(self, network: nn.Module, batch: Batch,
+                     smoothing: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per sequence: its masked-LM cross-entropy (over its counted masked positions) plus its next-sentence
+        one, as TensorFlow's (their batch mean is ``loss``'s when every sequence counts as many masked tokens);
+        then the masked tokens' logits and labels."""
+        inputs, targets = batch
+        masked_scores, next_scores = network(**inputs)
+        masked_scores, next_scores = masked_scores.float(), next_scores.float()
+        labels = targets["masked_ids"]
+        token_losses = F.cross_entropy(masked_scores.flatten(0, 1), labels.flatten(), reduction="none")
+        sentence = F.cross_entropy(next_scores, targets["next_sentence_label"], reduction="none")
+        losses = per_example(token_losses.view_as(labels), labels, IGNORED) + sentence
+        return losses, masked_scores.flatten(0, 1), labels.flatten()
 
 
-BUILDER = BertBuilder()
+BUILDER: type[TorchBuilder] = BertBuilder

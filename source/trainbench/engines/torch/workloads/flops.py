@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.utils import flop_counter
 
-from trainbench.engines.builders import Batch, WorkloadBuilder
+from trainbench.engines.torch.workloads import Batch, TorchBuilder
 
 aten = torch.ops.aten
 # PyTorch counts the GPU kernels of scaled_dot_product_attention but not the CPU's: the same formulas apply.
@@ -29,7 +29,7 @@ def count_step_flops(loss: Callable[[], torch.Tensor]) -> int:
     return counter.get_total_flops()
 
 
-def train_flops_per_sample(builder: WorkloadBuilder, network: nn.Module, batch: Batch, batch_size: int,
+def train_flops_per_sample(builder: TorchBuilder, network: nn.Module, batch: Batch, batch_size: int,
                            smoothing: float, autocast: Callable[[], Any]) -> tuple[float | None, str]:
     """One training step's forward and backward FLOPs over the batch, per sample, and how they were counted.
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from trainbench.config import ModelConfig
-from trainbench.engines.torch.workloads import generator
+from trainbench.engines.torch.workloads import Builder, TorchBuilder, generator, per_example
 from trainbench.engines.torch.workloads._hf import transformers
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # (input ids, labels): the same ids
+IGNORED = -100  # the label Hugging Face's loss leaves out (none here: every block is full)
 
 
 def config(model: ModelConfig) -> transformers.GPT2Config:
@@ -23,7 +25,7 @@ def config(model: ModelConfig) -> transformers.GPT2Config:
                                    bos_token_id=dims["vocab"] - 1, eos_token_id=dims["vocab"] - 1)
 
 
-class Gpt2Builder:
+class Gpt2Builder(Builder):
     def build(self, model: ModelConfig) -> nn.Module:
         network = transformers.GPT2LMHeadModel(config(model))
         network.loss_type = "ForCausalLM"  # what it falls back to anyway, named so it does not warn every run
@@ -54,10 +56,13 @@ class Gpt2Builder:
 
     def eval_outputs(self, network: nn.Module, batch: Batch,
                      smoothing: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The loss and, at every position but the last, the logits and the next token."""
+        """Per sequence, the mean next-token cross-entropy over its positions but the last (the model's loss, taken
+        per sequence); the logits at those positions and the next tokens."""
         tokens, labels = batch
-        output = network(input_ids=tokens, labels=labels)
-        return output.loss, output.logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten()
+        logits = network(input_ids=tokens).logits[:, :-1].float()
+        targets = labels[:, 1:]
+        losses = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none").view_as(targets)
+        return per_example(losses, targets, IGNORED), logits.flatten(0, 1), targets.flatten()
 
 
-BUILDER = Gpt2Builder()
+BUILDER: type[TorchBuilder] = Gpt2Builder

@@ -1,24 +1,18 @@
-"""ResNet-50: torchvision's network, label-smoothed cross-entropy, NCHW noise and random labels."""
+"""ResNet-50: torchvision's network, label-smoothed cross-entropy (``ImageClassifier``), NCHW noise and random
+labels."""
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from trainbench.config import ModelConfig
-from trainbench.engines.torch.workloads import generator
+from trainbench.engines.torch.workloads import ImageClassifier, TorchBuilder, generator
 
 
-def classification_loss(logits: torch.Tensor, labels: torch.Tensor, smoothing: float,
-                        reduction: str = "mean") -> torch.Tensor:
-    """The training criterion; the trainer's evaluation sums it (reduction "sum")."""
-    return F.cross_entropy(logits, labels, label_smoothing=smoothing, reduction=reduction)
-
-
-class Resnet50:
+class Resnet50(ImageClassifier):
     def build(self, model: ModelConfig) -> nn.Module:
-        import torchvision  # here: the engine imports classification_loss for every workload; torchvision is seconds
+        import torchvision  # here: importing torchvision costs seconds a sequence workload's worker never needs
 
         network = torchvision.models.resnet50(weights=None, num_classes=model.param("num_classes"))
         if model.channels_last:
@@ -35,9 +29,5 @@ class Resnet50:
         labels = torch.randint(0, model.param("num_classes"), (batch_size,), device=device, generator=random)
         return images, labels
 
-    def loss(self, network: nn.Module, batch: tuple[torch.Tensor, torch.Tensor], smoothing: float) -> torch.Tensor:
-        images, labels = batch
-        return classification_loss(network(images), labels, smoothing)
 
-
-BUILDER = Resnet50()
+BUILDER: type[TorchBuilder] = Resnet50

@@ -16,7 +16,7 @@ from torchvision.models.detection.backbone_utils import BackboneWithFPN
 from torchvision.ops.feature_pyramid_network import LastLevelP6P7
 
 from trainbench.config import ModelConfig
-from trainbench.engines.torch.workloads import generator
+from trainbench.engines.torch.workloads import Builder, TorchBuilder, generator
 from trainbench.workloads.retinanet import synthetic_boxes
 
 Targets = dict[str, torch.Tensor]  # "boxes" (batch, boxes, 4) x1 y1 x2 y2 in pixels, "labels" (batch, boxes)
@@ -47,7 +47,7 @@ def from_parts(num_classes: int, fpn_channels: int, head_convs: int, image_size:
     return network
 
 
-class RetinanetBuilder:
+class RetinanetBuilder(Builder):
     def build(self, model: ModelConfig) -> nn.Module:
         dims = model.spec.dims(model.size)
         num_classes, image_size = model.param("num_classes"), model.param("image_size")
@@ -86,4 +86,4 @@ class RetinanetBuilder:
         return torch.stack(list(losses.values())).sum()
 
 
-BUILDER = RetinanetBuilder()
+BUILDER: type[TorchBuilder] = RetinanetBuilder

@@ -13,6 +13,7 @@ from torch import nn
 from trainbench.config import ModelConfig
 from trainbench.data.record_schemas import PAD_ID
 from trainbench.data.synthetic import translated
+from trainbench.engines.torch.workloads import Builder, TorchBuilder, per_example
 from trainbench.workloads.transformer import synthetic_pair
 
 DROPOUT = 0.1  # the paper's P_drop for the base model
@@ -70,7 +71,7 @@ def _pair(source: np.ndarray, target: np.ndarray, device: torch.device | str) ->
     return (source_ids, _decoder_input(target_ids)), target_ids
 
 
-class TransformerBuilder:
+class TransformerBuilder(Builder):
     def build(self, model: ModelConfig) -> nn.Module:
         dims = model.spec.dims(model.size)
         return Translator(dims["vocab"], dims["hidden"], dims["heads"], dims["layers"], dims["ffn"],
@@ -97,15 +98,20 @@ class TransformerBuilder:
         return (source, _decoder_input(target)), target.masked_fill(target == PAD_ID, IGNORED)
 
     def loss(self, network: nn.Module, batch: Batch, smoothing: float) -> torch.Tensor:
-        return self.eval_outputs(network, batch, smoothing)[0]
+        """Label-smoothed cross-entropy over the batch's counted target tokens."""
+        (source, target_in), target_out = batch
+        logits = network(source, target_in).flatten(0, 1)
+        return F.cross_entropy(logits, target_out.flatten(), label_smoothing=smoothing)
 
     def eval_outputs(self, network: nn.Module, batch: Batch,
                      smoothing: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The loss and the logits and labels of every target token."""
+        """Per sentence pair: ``loss``'s criterion over its counted target tokens, as TensorFlow's; then every
+        target token's logits and label."""
         (source, target_in), target_out = batch
-        logits = network(source, target_in).flatten(0, 1)
+        logits = network(source, target_in).float().flatten(0, 1)
         labels = target_out.flatten()
-        return F.cross_entropy(logits, labels, label_smoothing=smoothing), logits, labels
+        token_losses = F.cross_entropy(logits, labels, label_smoothing=smoothing, reduction="none")
+        return per_example(token_losses.view_as(target_out), target_out, IGNORED), logits, labels
 
 
-BUILDER = TransformerBuilder()
+BUILDER: type[TorchBuilder] = TransformerBuilder

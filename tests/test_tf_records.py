@@ -20,9 +20,9 @@ from trainbench.errors import UsageError
 os.environ["TF_USE_LEGACY_KERAS"] = "1"  # as the engine: the official models must reach tf_keras
 tf = pytest.importorskip("tensorflow")
 from trainbench.config import ModelConfig  # noqa: E402
-from trainbench.engines.builders import builder_of  # noqa: E402
 from trainbench.engines.input_batches import tf_batches, tf_training_dataset  # noqa: E402
 from trainbench.engines.tf import record_pipeline as tf_records  # noqa: E402
+from trainbench.engines.tf.workloads import builder_of  # noqa: E402
 
 
 def records_of(folder: Path) -> list[dict[str, list]]:

@@ -29,8 +29,8 @@ from trainbench.data.tfrecord_writer import (
     int64_feature,
     write_shard,
 )
-from trainbench.engines.builders import builder_of
 from trainbench.engines.torch import record_pipeline as torch_records
+from trainbench.engines.torch.workloads import builder_of
 from trainbench.errors import UsageError
 
 KINDS: tuple[RecordKind, ...] = ("bert", "gpt2", "translation", "coco")

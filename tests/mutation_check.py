@@ -66,7 +66,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "shape_only, list(CROP_AREA_RANGE), list(CROP_ASPECT_RANGE)))",
              "shape_only, [0.9, 1.0], list(CROP_ASPECT_RANGE)))",
              ("tests/test_loader_crops.py",)),
-    Mutation("a missing value drawn as 0 in a figure", "source/trainbench/report/plot.py",
+    Mutation("a missing value drawn as 0 in a figure", "source/trainbench/render/plot.py",
              'measured = [r for r in results if r["status"] == Status.OK and r.get(field) is not None]\n'
              '        x, y = [r["batch_size"] for r in measured], [float(r[field]) for r in measured]',
              'measured = [r for r in results if r["status"] == Status.OK]\n'

@@ -22,8 +22,8 @@ from trainbench.campaign import table
 from trainbench.campaign.table import campaign_table
 from trainbench.config import BenchConfig, ModelConfig
 from trainbench.engines.base import Engine
-from trainbench.report import sections
-from trainbench.report.readable import header
+from trainbench.render.readable import header
+from trainbench.report.sections import throughput as sections
 from trainbench.results import fields, layout
 from trainbench.results.fields import FLAT, Field, Group, Merge, Where
 from trainbench.results.files import write_json_atomic

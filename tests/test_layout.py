@@ -14,7 +14,7 @@ from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.config import BenchConfig, LaunchConfig, ModelConfig, ProfileConfig, to_dict
 from trainbench.profile.run import ProfileRun
 from trainbench.report.found import RunRecord
-from trainbench.report.sections import run_label
+from trainbench.report.sections.common import run_label
 from trainbench.results import layout
 from trainbench.results.header import WORKLOAD, Profiling, RunHeader, Timing
 from trainbench.results.records import BatchResult, Status

@@ -14,7 +14,7 @@ import pytest
 
 from trainbench.bench.stats import summarize, summarize_windows
 from trainbench.bench.timing import Window
-from trainbench.report.console import (
+from trainbench.render.console import (
     COLUMNS,
     INPUT_COLUMNS,
     WINDOW_COLUMNS,
@@ -23,7 +23,7 @@ from trainbench.report.console import (
     format_table,
     workload_title,
 )
-from trainbench.report.plot import batch_size_figure, plot_against_batch_size, plot_throughput
+from trainbench.render.plot import batch_size_figure, plot_against_batch_size, plot_throughput
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 OOM_MESSAGE = "CUDA out of memory. Tried to allocate 1.53 GiB"

@@ -32,12 +32,12 @@ from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.timing import Window
 from trainbench.campaign.table import campaign_summary, campaign_table
 from trainbench.cli.main import main
-from trainbench.cli.report_gather import gather, write_report
 from trainbench.profile.run import ProfileRun
-from trainbench.report import readable
+from trainbench.render import readable
+from trainbench.render.page import cell, cell_text
 from trainbench.report.found import ReportData
+from trainbench.report.gather import gather, write_report
 from trainbench.report.html import SECTIONS, render
-from trainbench.report.page import cell, cell_text
 from trainbench.results.files import write_csv_atomic, write_json_atomic
 from trainbench.results.layout import batch_file
 from trainbench.results.records import BatchResult, Status
@@ -267,7 +267,7 @@ def test_telemetry_numbers_and_the_timeline_figure(tmp_path: Path) -> None:
     page, _ = page_of([run], tmp_path)
     shown = page.table("telemetry", "joules_per_sample")
     assert_rows(shown, [row for row in summary_rows(run) if row["energy_j"] is not None], list(energy))
-    assert len(page.sections["telemetry"]["images"]) == 1  # drawn from telemetry/ by report.telemetry_plot
+    assert len(page.sections["telemetry"]["images"]) == 1  # drawn from telemetry/ by render.telemetry_plot
 
 
 # --- profiles -------------------------------------------------------------------------------------------------

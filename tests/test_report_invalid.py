@@ -36,13 +36,13 @@ from tests.test_report_html import (
 from tests.test_telemetry_plot import _timeline
 from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.campaign.table import campaign_summary, campaign_table
-from trainbench.cli import report_gather
-from trainbench.cli.report_gather import gather, write_new, write_report
+from trainbench.render.plot import MAX_LINES, batch_size_figure
+from trainbench.render.telemetry_plot import read_timeline, timeline_problems
+from trainbench.report import gather as report_gather
 from trainbench.report.found import short_names
+from trainbench.report.gather import gather, write_new, write_report
 from trainbench.report.html import render
-from trainbench.report.plot import MAX_LINES, batch_size_figure
-from trainbench.report.sections import unique_labels
-from trainbench.report.telemetry_plot import read_timeline, timeline_problems
+from trainbench.report.sections.common import unique_labels
 from trainbench.results.files import write_csv_atomic, write_json_atomic
 from trainbench.results.layout import batch_file
 from trainbench.results.records import BatchResult, Status

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tests.test_report_html import page_of, summary_rows, throughput_run
-from trainbench.report import sections
-from trainbench.report.readable import short_numbers, verdict, with_trust
+from trainbench.render.readable import short_numbers, verdict, with_trust
+from trainbench.report.sections import throughput
 from trainbench.results.files import write_json_atomic
 from trainbench.results.trust import window_spread
 
@@ -70,14 +70,14 @@ def test_one_figure_per_image_size_naming_its_statistic(tmp_path: Path, monkeypa
     throughput_run(tmp_path / "big", image_size=224)
     throughput_run(tmp_path / "small", image_size=64, windows=1)
     titles: list[tuple[str, Any]] = []
-    drawn = sections.batch_size_figure
+    drawn = throughput.batch_size_figure
 
     def recorded(lines: Any, title: str, ylabel: str, spread: Any = None, width: float = 7.0,
                  sample_unit: str = "image") -> Any:
         titles.append((title, spread))
         return drawn(lines, title, ylabel, spread=spread, width=width, sample_unit=sample_unit)
 
-    monkeypatch.setattr(sections, "batch_size_figure", recorded)
+    monkeypatch.setattr(throughput, "batch_size_figure", recorded)
     page, text = page_of([tmp_path], tmp_path)
     assert len(page.sections["throughput"]["images"]) == 2
     assert 'alt="images/s against batch size (224 px)"' in text and 'alt="images/s against batch size (64 px)"' in text

@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from trainbench.report import telemetry_plot
-from trainbench.report.telemetry_plot import plot_telemetry, read_timeline, throttled_samples, timed_spans
+from trainbench.render import telemetry_plot
+from trainbench.render.telemetry_plot import plot_telemetry, read_timeline, throttled_samples, timed_spans
 from trainbench.results.files import write_csv_atomic
 from trainbench.results.layout import batch_file
 from trainbench.telemetry.schema import (

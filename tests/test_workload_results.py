@@ -23,7 +23,7 @@ from trainbench.cli.main import build_parser
 from trainbench.cli.options import model_config
 from trainbench.config import BenchConfig, ModelConfig
 from trainbench.errors import UsageError
-from trainbench.report.console import format_table
+from trainbench.render.console import format_table
 from trainbench.results.peaks import TERA, gpu_peaks, peak_flops
 from trainbench.results.records import FORMAT, BatchResult, Status
 from trainbench.results.store import read_summary

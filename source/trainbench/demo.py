@@ -17,12 +17,12 @@ from typing import Any
 
 from trainbench import workloads
 from trainbench.bench.sweep import measure_throughput
-from trainbench.cli.report_gather import write_report
 from trainbench.config import BenchConfig, Framework, ModelConfig
 from trainbench.data.convert import ConvertOptions, convert
 from trainbench.data.synth_tree import SynthOptions, synth
-from trainbench.report.console import format_table
-from trainbench.report.plot import plot_throughput
+from trainbench.render.console import format_table
+from trainbench.render.plot import plot_throughput
+from trainbench.report.gather import write_report
 from trainbench.results.files import create_run_dir
 from trainbench.workloads.resnet50 import RESNET50
 

@@ -38,6 +38,7 @@ from trainbench.results.header import RunHeader
 from trainbench.results.layout import ENV, STEPS, SUMMARY, batch_file
 from trainbench.results.records import RecordError, Status, format_of
 from trainbench.results.store import read_summary
+from trainbench.results.variation import cv_pct
 from trainbench.telemetry.schema import (
     DEFAULT_OUTLIER_THRESHOLD,
     EVENT_SAMPLE,
@@ -268,7 +269,7 @@ def spread(values: pd.Series) -> dict[str, float]:
     return {
         "n": n,
         "samples_per_sec_median": median,
-        "cv_pct": float(values.std(ddof=1) / values.mean() * 100) if n >= 2 else float("nan"),
+        "cv_pct": float("nan") if (cv := cv_pct(values.tolist())) is None else cv,
         "spread_pct": float((values.max() - values.min()) / median * 100),
         "slowest_over_median": float(values.min() / median),
     }

@@ -18,9 +18,9 @@ from trainbench.bench.ranks import merge_ranks
 from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.worker import SWEEP_ENV, rate_text, sweep_identity
 from trainbench.config import BenchConfig, ModelConfig, to_dict
-from trainbench.report.console import format_table
-from trainbench.report.plot import plot_throughput
-from trainbench.report.telemetry_plot import plot_telemetry
+from trainbench.render.console import format_table
+from trainbench.render.plot import plot_throughput
+from trainbench.render.telemetry_plot import plot_telemetry
 from trainbench.results.failure import says_out_of_memory
 from trainbench.results.files import create_run_dir, rank_files, write_json_atomic
 from trainbench.results.header import Profiling, RunHeader, Timing

@@ -33,7 +33,7 @@ from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
 from trainbench.engines.capabilities import capabilities_of
 from trainbench.engines.launchers import process_place
-from trainbench.report.console import per_second
+from trainbench.render.console import per_second
 from trainbench.results.failure import failure_status, one_line
 from trainbench.results.files import rank_file, write_json_atomic
 from trainbench.results.records import BatchResult, Status

@@ -72,7 +72,7 @@ import pandas as pd
 from trainbench import workloads
 from trainbench.campaign.matrix import AXES, AXIS_DEFAULTS, NO_PROFILER
 from trainbench.errors import UsageError, os_reason
-from trainbench.report.console import aligned
+from trainbench.render.console import aligned
 from trainbench.results import fields
 from trainbench.results.csv_cells import neutral_frame
 from trainbench.results.files import write_text_atomic
@@ -89,6 +89,7 @@ from trainbench.results.layout import (
 )
 from trainbench.results.records import BatchResult, RecordError, Status, format_of, is_measured, is_measurement
 from trainbench.results.store import read_summary
+from trainbench.results.variation import cv_pct
 
 AXES_AFTER = "sample_unit"  # the axis columns are inserted after this one
 WORKLOAD = "workload"  # always a column (also when the matrix varies it): the report draws each in its own unit
@@ -493,9 +494,10 @@ def _statistics(rates: pd.Series) -> dict[str, float]:
     if rates.empty:
         return {name: math.nan for name in STATISTICS}
     median, low, high = float(rates.median()), float(rates.min()), float(rates.max())
-    cv = float(rates.std(ddof=1) / rates.mean() * 100) if len(rates) > 1 else math.nan
+    cv = cv_pct(rates.tolist())
     return {"samples_per_sec_median": median, "samples_per_sec_min": low, "samples_per_sec_max": high,
-            "spread_pct": (high - low) / median * 100 if median else math.nan, "cv_pct": cv}
+            "spread_pct": (high - low) / median * 100 if median else math.nan,
+            "cv_pct": math.nan if cv is None else cv}  # None (a single repetition): the table's NaN
 
 
 def _group_order(group: pd.DataFrame, batch_size: Any) -> tuple[float, float]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from trainbench.cli.options import path_text, real_number
-from trainbench.report.console import aligned, per_second, sample_unit_of
+from trainbench.render.console import aligned, per_second, sample_unit_of
 
 # A significance level: strictly between 0 and 1.
 PROBABILITY = real_number(0.0, 1.0, above=True, below=True)

@@ -33,7 +33,7 @@ from trainbench.config import (
     workload_problems,
 )
 from trainbench.engines.capabilities import capabilities_of
-from trainbench.report.console import per_second
+from trainbench.render.console import per_second
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

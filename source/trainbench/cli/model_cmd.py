@@ -17,7 +17,7 @@ from trainbench.analysis.perf_models import MIN_POINTS, Model, check, curve, fit
 from trainbench.cli.options import names, path_text
 from trainbench.config import MAX_BATCH_SIZE, MAX_IMAGE_SIZE, MAX_PROCESSES
 from trainbench.errors import UsageError
-from trainbench.report.model_plot import Panel, plot_models
+from trainbench.render.model_plot import Panel, plot_models
 from trainbench.results.files import create_run_dir, write_csv_atomic, write_json_atomic
 from trainbench.results.layout import MEASUREMENTS, MODEL, MODEL_PLOT
 from trainbench.workloads import all_workloads

@@ -20,7 +20,7 @@ from trainbench.cli.options import (
 )
 from trainbench.config import PROFILERS, BenchConfig, ProfileConfig, field_default
 from trainbench.profile.run import run_profile
-from trainbench.report.console import format_fields
+from trainbench.render.console import format_fields
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

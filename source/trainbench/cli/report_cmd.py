@@ -1,6 +1,6 @@
 """``trainbench report DIR... [-o report.html]``: one self-contained HTML page of everything under the folders.
 
-The gathering and the writing are ``cli/report_gather.py`` (loaded only when this command runs), the page
+The gathering and the writing are ``report/gather.py`` (loaded only when this command runs), the page
 ``report/html.py``. ``-o`` names the file, or an existing folder to write ``report.html`` into; a name that is taken
 gets ``-1``, ``-2``... (nothing is ever overwritten). The ranking table of every measured setting is written
 beside it as ``ranking.csv`` (the same rule: ``ranking-1.csv`` when taken).
@@ -36,7 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainbench.cli.report_gather import left_out_lines, make_report, output_file  # pandas, matplotlib: here only
+    from trainbench.report.gather import left_out_lines, make_report, output_file  # pandas, matplotlib: here only
 
     output = output_file(args.output)  # before the gathering: a wrong -o is refused at once
     path, data, ranking = make_report([Path(folder) for folder in args.dirs], output)

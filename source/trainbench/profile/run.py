@@ -20,8 +20,8 @@ from trainbench.profile.ncu import Ncu
 from trainbench.profile.nsys import Nsys
 from trainbench.profile.nvprof import Nvprof
 from trainbench.profile.tools import Profiler
-from trainbench.report.console import workload_title
-from trainbench.report.plot import plot_against_batch_size
+from trainbench.render.console import workload_title
+from trainbench.render.plot import plot_against_batch_size
 from trainbench.results.files import create_fresh_dir, write_json_atomic
 from trainbench.results.header import Profiling
 from trainbench.results.layout import ENV, PROFILE, PROFILE_PLOT, profile_folder

@@ -1,7 +1,7 @@
 """What the report was given: plain records of the runs, profiles, campaigns... found under the folders.
 
-``cli/report_gather.py`` fills them through the suite's own readers (the results model, the campaign table, the
-variability analysis); the sections (``report/sections.py``) only draw them. An empty list is a section
+``report/gather.py`` fills them through the suite's own readers (the results model, the campaign table, the
+variability analysis); the sections (``report/sections/``) only draw them. An empty list is a section
 that explains its absence. A value that is no measurement (NaN, infinite, negative, a text where a number belongs)
 is kept with why, naming its file and field: the page lists it as invalid and leaves it out of every figure,
 comparison and statistic.

@@ -1,17 +1,18 @@
 """One self-contained HTML page of everything measured: tables of numbers and the pictures, nothing fetched.
 
-``render`` turns a ``ReportData`` (``report/found.py``'s plain records, which ``cli/report_gather.py`` fills through
-the results model and the suite's readers) into the page: every section of ``SECTIONS`` (``report/sections.py``) is
+``render`` turns a ``ReportData`` (``report/found.py``'s plain records, which ``report/gather.py`` fills through the
+results model and the suite's readers) into the page: every section of ``SECTIONS`` (``report/sections/``) is
 present when there is data for it and otherwise says in one line why it is absent. Every value is HTML-escaped;
-pictures are ``data:`` URIs and the style is inline (``report/page.py``), so the file renders the same offline and
+pictures are ``data:`` URIs and the style is inline (``render/page.py``), so the file renders the same offline and
 can be sent as it is.
 """
 
 from __future__ import annotations
 
+from trainbench.render.page import page
 from trainbench.report.found import ReportData
-from trainbench.report.page import page
-from trainbench.report.sections import SECTIONS, preamble
+from trainbench.report.sections import SECTIONS
+from trainbench.report.sections.preamble import preamble
 
 __all__ = ["SECTIONS", "render"]
 

@@ -10,8 +10,8 @@ run row of the same setting pair.
 Pairs are the rows of one workload that differ in exactly one setting (``results.run_settings.one_setting_pairs``:
 batch sizes with their neighbours only), each compared by ``results.significance.compare_rates``: B is the later
 row (the larger batch size). Rows that differ in several settings are not compared; they are counted by the settings
-they differ in. Everything here is data: ``report/ranking_sections.py`` draws it, ``cli/report_cmd.py`` writes the
-ranking as CSV.
+they differ in. Everything here is data: ``report/sections/headline.py`` and ``comparisons.py`` draw it,
+``report/gather.py`` writes the ranking as CSV.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from trainbench.report.console import per_second
+from trainbench.render.console import per_second
 from trainbench.report.found import Campaign, ReportData, RunRecord
 from trainbench.results import fields
 from trainbench.results.header import WORKLOAD, RunHeader

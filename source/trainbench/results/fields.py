@@ -3,7 +3,7 @@
 Each ``Field`` says what the value means and in which unit, which files it is written to, how the ranks of a
 multi-process run combine it, and the group it belongs to. Every list of fields elsewhere is derived from
 ``FIELDS``: summary.json/.csv's columns (``bench.throughput_run``), a campaign's results.csv (``campaign.table``),
-the report's tables (``report.sections``, ``report.console``), the rank merge (``bench.ranks``), the telemetry values
+the report's tables (``report.sections``, ``render.console``), the rank merge (``bench.ranks``), the telemetry values
 (``telemetry.schema``), what a performance model may fit (``analysis.measurements``) and which values a reader
 checks as measurements (``results.records``). A value no entry declares is an error where a result is stored.
 

@@ -21,6 +21,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from trainbench.results.variation import cv_pct
+
 MIN_WINDOW_S = 5.0  # seconds per timed window
 MAX_SPREAD_PCT = 10.0  # (fastest - slowest window) / median, percent
 BUSY_OTHER_CORES = 0.5  # mean cores other processes kept busy during the windows
@@ -64,8 +66,8 @@ def window_spread(rates: Sequence[float]) -> dict[str, float | None]:
     numbers = [float(rate) for rate in rates if not isinstance(rate, bool) and isinstance(rate, int | float)]
     if len(rates) < 2 or len(numbers) != len(rates) or not all(math.isfinite(rate) for rate in numbers):
         return {"window_cv_pct": None, "window_spread_pct": None}
-    mean, median = statistics.fmean(numbers), statistics.median(numbers)
-    return {"window_cv_pct": 100 * statistics.stdev(numbers) / mean if mean else None,
+    median = statistics.median(numbers)
+    return {"window_cv_pct": cv_pct(numbers),
             "window_spread_pct": 100 * (max(numbers) - min(numbers)) / median if median else None}
 
 

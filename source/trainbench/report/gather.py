@@ -5,9 +5,9 @@ profiles (``profile.json`` with ncu's per-kernel tables and nsys' timeline summa
 the campaign table and ``campaign_summary``), variability folders (``variability.json``: the variability
 analysis), models (``model.json``), training runs (``metrics.jsonl`` beside ``config.json``) and their environments
 (``env.json``); every measured setting of runs and campaigns is one row of the ranking (``report/ranking.py``),
-whose pairs are compared with ``trainbench compare``'s verdict. The gathering lives here, above every layer it
-reads (and imported only when a report is made: pandas and scipy stay out of every other command's start-up); the
-page itself is ``report/html.py``, which receives the records.
+whose pairs are compared with ``trainbench compare``'s verdict. The gathering lives here, in the top layer above
+every one it reads (and imported only when a report is made: pandas and scipy stay out of every other command's
+start-up); the page itself is ``report/html.py``, which receives the records.
 
 A value that is no measurement (NaN, infinite, negative, a text or a list where a number belongs) is kept with why,
 its file and field named: a result as ``invalid`` (the results model marks rates, times and their spreads), an
@@ -35,6 +35,7 @@ from trainbench.campaign.table import CampaignRuns, campaign_runs, campaign_summ
 from trainbench.errors import UsageError, os_reason
 from trainbench.profile.ncu import read_kernel_table
 from trainbench.profile.nsys import TIMELINE_SUFFIX, read_timeline_summary
+from trainbench.render.telemetry_plot import timeline_problems
 from trainbench.report.found import (
     Campaign,
     Environment,
@@ -48,8 +49,7 @@ from trainbench.report.found import (
 )
 from trainbench.report.html import render
 from trainbench.report.ranking import csv_frame, measured_rows
-from trainbench.report.sections import invalid_items
-from trainbench.report.telemetry_plot import timeline_problems
+from trainbench.report.sections.invalid import invalid_items
 from trainbench.results.csv_cells import neutral_frame
 from trainbench.results.layout import (
     CAMPAIGN,

@@ -184,7 +184,7 @@ def plot_telemetry(telemetry_dir: Path, path: Path, title: str) -> bool:
 def telemetry_figure(telemetry_dir: Path, title: str) -> Figure | None:
     """The run's timeline: one panel per measure (``PANELS``) sharing a time axis, one line per GPU, the timed
     windows shaded, power or thermal limits marked on the clock; None without a sample row."""
-    from matplotlib.figure import Figure  # a Figure of its own, no pyplot: see report.plot
+    from matplotlib.figure import Figure  # a Figure of its own, no pyplot: see render.plot
     from matplotlib.transforms import blended_transform_factory
 
     frame = read_timeline(telemetry_dir)

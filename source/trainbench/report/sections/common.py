@@ -1,0 +1,131 @@
+"""What the report's sections share: a run's label, tables of rows and frames headed and in units as ``render.readable``
+says, the notes on what a figure or table left out, a campaign's rows, the profiles of some tools."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from trainbench.render.console import workload_title
+from trainbench.render.page import Section, heading, paragraph, table
+from trainbench.render.plot import drawn_lines
+from trainbench.render.readable import header, shown
+from trainbench.report.found import Campaign, Profile, ReportData, RunRecord
+from trainbench.results.header import WORKLOAD, RunHeader
+from trainbench.results.records import Status
+
+TOP_KERNELS = 10  # rows of a top-kernel table
+FIGURE_WIDTH = 10.0  # inches: the page's figures, with their legend beside the axes
+
+
+def run_label(run: RunRecord) -> str:
+    """workload (when not ResNet-50), framework precision device, image size or sequence length and data, as the
+    settings in summary.json say."""
+    header = RunHeader.read(run.header)
+    data = header.data or "synthetic"
+    parts: list[str | None] = [] if header.workload == WORKLOAD else [workload_title(header.workload)]
+    parts += [header.framework, header.precision, f"on {header.device}"]
+    if header.size not in (None, "full"):
+        parts.append(str(header.size))
+    if header.image_size:
+        parts.append(f"{header.image_size}px")
+    if (header.params or {}).get("seq_len"):
+        parts.append(f"seq_len {(header.params or {})['seq_len']}")
+    parts.append("synthetic data" if data == "synthetic" else f"data {Path(str(data)).name}")
+    if header.profiling is not None:
+        parts.insert(0, f"{header.profiling.profiler} profile:")
+    return " ".join(str(part) for part in parts if part)
+
+
+def titled(run: RunRecord) -> str:
+    return f"{run_label(run)} ({run.shown_name})"
+
+
+def unique_labels(runs: Sequence[RunRecord]) -> list[str]:
+    """Each run's label, with its name (``RunRecord.name``: unique in the page) where two runs would otherwise share
+    one."""
+    labels = [run_label(run) for run in runs]
+    return [titled(run) if labels.count(label) > 1 else label for run, label in zip(runs, labels, strict=True)]
+
+
+def filled(columns: Sequence[str], rows: Sequence[dict[str, Any]], keep: Sequence[str] = ()) -> list[str]:
+    """The columns that hold a value in some row (and those in ``keep``): no column of blanks."""
+    return [name for name in columns if name in keep or any(row.get(name) is not None for row in rows)]
+
+
+def rows_table(columns: Sequence[str], rows: Sequence[dict[str, Any]], keep: Sequence[str] = ("batch_size",),
+               failed: Sequence[bool] | None = None) -> str:
+    """``rows`` under the ``columns`` that hold something, headed and in units as ``readable`` says; rows whose
+    status is not ok (or those ``failed`` flags) shaded, an invalid row's NaN shown as such rather than as a blank."""
+    names = filled(columns, rows, keep)
+    flags = [row.get("status", "ok") != "ok" for row in rows] if failed is None else list(failed)
+    return table([header(name) for name in names],
+                 [[_as_shown(shown(name, row.get(name)), flag) for name in names]
+                  for row, flag in zip(rows, flags, strict=True)], flags)
+
+
+def words_table(frame: pd.DataFrame, failed: Sequence[bool] = ()) -> str:
+    """A frame as a table, headed and in units as ``readable`` says."""
+    names = [str(name) for name in frame.columns]
+    rows = [[shown(name, value) for name, value in zip(names, row, strict=True)]
+            for row in frame.astype(object).itertuples(index=False, name=None)]
+    return table([header(name) for name in names], rows, failed)
+
+
+def _as_shown(value: Any, marked: bool) -> Any:
+    return "nan" if marked and isinstance(value, float) and math.isnan(value) else value
+
+
+def left_out_note(reasons: Sequence[str], what: str, where: str) -> str:
+    """'2 invalid results (shaded) left out of the figure: reason; reason', or nothing; ``what`` holds "{s}" where
+    the plural's s goes."""
+    if not reasons:
+        return ""
+    counted = f"{len(reasons)} {what.format(s='' if len(reasons) == 1 else 's')}"
+    return paragraph(f"{counted} left out of {where}: {'; '.join(reasons)}", "warn")
+
+
+def is_invalid(row: dict[str, Any]) -> bool:
+    return row.get("status") == Status.INVALID
+
+
+def absent(key: str, title: str, why: str) -> Section:
+    return Section(key, title, None, why)
+
+
+def capped_note(lines: int, what: str, where: str) -> str:
+    """Says so when a figure draws fewer lines than it was given (``plot.MAX_LINES``)."""
+    drawn = drawn_lines(lines)
+    if drawn == lines:
+        return ""
+    return paragraph(f"The figure draws the first {drawn} of the {lines} {what} (one colour each); every one's "
+                     f"numbers are in {where}.", "note")
+
+
+def campaign_rows(campaign: Campaign) -> list[dict[str, Any]]:
+    """One row per run folder x batch size (the table repeats a batch size's values on each window's row)."""
+    frame = campaign.table.drop_duplicates(["run_folder", "batch_size"])
+    return [{key: (None if missing(value) else value) for key, value in row.items()}
+            for row in frame.to_dict("records")]
+
+
+def missing(value: Any) -> bool:
+    return not isinstance(value, list | tuple | dict) and bool(pd.isna(value))
+
+
+def profiles_of(data: ReportData, tools: tuple[str, ...]) -> list[Profile]:
+    return [profile for profile in data.profiles if profile.run.header.get("profiler") in tools]
+
+
+def kernel_tables(profile: Profile, describe: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> str:
+    """Each batch size's top kernels, first ``TOP_KERNELS`` of them, through ``describe`` (units) when given."""
+    parts = []
+    for batch, kernels in sorted(profile.top_kernels.items()):
+        top = kernels.head(TOP_KERNELS)
+        parts.append(heading(f"batch {batch}: top {len(top)} of {len(kernels)} kernels"))
+        parts.append(words_table(describe(top) if describe else top))
+    return "".join(parts)

@@ -1,0 +1,55 @@
+"""A measured setting in words, for the headline and the comparisons: "batch 32", "on cpu", "no XLA", and
+the settings' column headers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from trainbench.render.console import per_second
+from trainbench.report.found import ReportData
+from trainbench.report.ranking import SYNTHETIC, measured_rows
+
+# Column headers of the settings (a campaign's own axes: their names)
+TITLES = {"framework": "framework", "precision": "precision", "device": "device", "size": "size",
+          "image_size": "image size", "seq_len": "sequence length", "data": "data", "compile": "torch.compile",
+          "cuda_graph": "CUDA graph", "xla": "XLA", "channels_last": "channels last", "gpus": "processes",
+          "gpu": "GPU", "batch_size": "batch size"}
+
+
+def rows_of(data: ReportData) -> pd.DataFrame:
+    return data.measured if data.measured is not None else measured_rows(data)
+
+
+def _switch(value: Any, name: str) -> str:
+    return name if value is True else f"no {name}"
+
+
+def phrase(name: str, value: Any) -> str:
+    """One setting as words: "batch 32", "on cpu", "synthetic data", "no XLA"; "" when not recorded."""
+    if value is None:
+        return ""
+    words = {"device": lambda: f"on {value}", "size": lambda: f"{value} size", "image_size": lambda: f"{value} px",
+             "seq_len": lambda: f"seq_len {value}", "batch_size": lambda: f"batch {value}",
+             "data": lambda: "synthetic data" if value == SYNTHETIC else f"data {value}",
+             "compile": lambda: "no compile" if value is False else f"compile {value}",
+             "cuda_graph": lambda: _switch(value, "CUDA graph"), "xla": lambda: _switch(value, "XLA"),
+             "channels_last": lambda: _switch(value, "channels last"),
+             "gpus": lambda: f"{value} process{'es' if value != 1 else ''}",
+             "framework": lambda: str(value), "precision": lambda: str(value), "gpu": lambda: str(value)}
+    return words.get(name, lambda: f"{name} {value}")()
+
+
+def described(row: Mapping[str, Any], names: Sequence[str]) -> str:
+    return " ".join(part for name in names if (part := phrase(name, row.get(name))))
+
+
+def title_of(name: str) -> str:
+    return TITLES.get(name, name)
+
+
+def unit_header(frame: pd.DataFrame) -> str:
+    units = {per_second(str(unit)) for unit in frame["sample_unit"]}
+    return units.pop() if len(units) == 1 else "samples/s"

@@ -106,8 +106,10 @@ def _options(args: argparse.Namespace, kind: str, inputs: tuple[Path, ...], **ex
 
 
 def _report(summary: TextSummary) -> int:
+    from trainbench.data.record_kinds import record_kind
 
-    what = "sentence pairs" if summary.kind == "translation" else "documents"
+    kind = record_kind(summary.kind)
+    what = kind.holds  # what the corpus was made of: documents, or sentence pairs
     seconds = max(summary.seconds, 1e-9)
     line = (f"converted {summary.documents:,} {what} ({summary.tokens:,} tokens) into {summary.records:,} "
             f"{summary.kind} records in {summary.shards} shards in {summary.output} (vocabulary "
@@ -117,7 +119,7 @@ def _report(summary: TextSummary) -> int:
         line += f"; {summary.resumed} of {summary.shards} shards were already done by an earlier run"
     if summary.redone:
         line += f"; {len(summary.redone)} finished shards were redone ({reasons(summary.redone)})"
-    if summary.kind == "translation":
+    if kind.pairs:
         line += f"; {summary.filtered:,} pairs dropped (longer than --max-length, or a side empty)"
     line += f"; {summary.skipped:,} files skipped (see {summary.output / 'skipped.csv'})"
     say(line)
@@ -125,17 +127,21 @@ def _report(summary: TextSummary) -> int:
 
 
 def run_text(args: argparse.Namespace) -> int:
+    from trainbench.data.record_kinds import record_kind
     from trainbench.data.text_convert import convert_text
     from trainbench.errors import UsageError
 
-    if args.max_predictions and args.workload != "bert":
+    workload = workloads.get(args.workload)
+    kind = record_kind(workload.record_kind)
+    # Only records holding masked positions have a number of them to set.
+    if args.max_predictions and "max_predictions_per_seq" not in kind.settings:
         raise UsageError("--max-predictions is for --workload bert (gpt2 masks nothing)")
     if args.seq_len is not None:
-        low, high = workloads.get(args.workload).bounds("seq_len")
+        low, high = workload.bounds("seq_len")
         if not low <= args.seq_len <= high:  # records no run of the workload could read
             raise UsageError(f"--seq-len {args.seq_len}: --workload {args.workload} reads sequences of {low} to "
                              f"{high} tokens (its positions)")
-    options = _options(args, args.workload, tuple(Path(path) for path in args.inputs), seq_len=args.seq_len,
+    options = _options(args, kind.name, tuple(Path(path) for path in args.inputs), seq_len=args.seq_len,
                        max_predictions=args.max_predictions, one_per_file=args.one_document_per_file)
     return _report(convert_text(options))
 

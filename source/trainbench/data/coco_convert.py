@@ -25,14 +25,13 @@ from typing import TextIO
 
 from trainbench.data.coco import CocoImage, CocoSet, read_coco
 from trainbench.data.coco_records import coco_example, image_header
-from trainbench.data.convert import SKIPPED_CSV, output_folder, remove_temporaries, write_skipped
+from trainbench.data.convert import SKIPPED_CSV, output_folder, remove_temporaries, write_shards, write_skipped
 from trainbench.data.imagefiles import SIGNATURE_BYTES, SkipImage, check_signature
 from trainbench.data.outputs import exclusive_folder
-from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
-from trainbench.data.progress import Progress
+from trainbench.data.parallel import default_workers
 from trainbench.data.shards import KIND_MANIFEST_FORMAT, TRAIN, VALIDATION, Manifest, ShardResult, ShardTask, plan_split
 from trainbench.data.tfrecord_writer import write_shard
-from trainbench.errors import UsageError, os_reason
+from trainbench.errors import os_reason
 
 DEFAULT_SEED = 12345
 DEFAULT_SHARDS = 32  # create_coco_tf_record.py's default --num_shards
@@ -82,7 +81,8 @@ def convert_coco(options: CocoOptions, stream: TextIO | None = None) -> CocoSumm
                                  options.overwrite)
         todo = [task for task in tasks if task.name not in manifest.shards]
         try:
-            _write_shards(coco, output, manifest, todo, options.workers, stream)
+            write_shards(convert_shard, todo, manifest, output, "coco", options.workers, stream, _init_worker,
+                         (coco.image_dir, output))
         finally:
             remove_temporaries(output)  # of shards a failure or Ctrl-C stopped: their workers are gone
         entries = [manifest.shards[task.name] for task in tasks]
@@ -136,18 +136,6 @@ def _boxes(task: ShardTask, entry: dict) -> int:
     """Boxes written in a shard: those of its images that were not skipped."""
     skipped = {file for file, _ in entry["skipped"]}
     return sum(len(image.objects) for image in task.sources if image.file_name not in skipped)
-
-
-def _write_shards(coco: CocoSet, output: Path, manifest: Manifest, todo: list[ShardTask], workers: int,
-                  stream: TextIO | None) -> None:
-    done = counter()
-    try:
-        with Progress("coco", sum(len(task.sources) for task in todo), done, stream):
-            for result in run_parallel(convert_shard, todo, workers, _init_worker, (coco.image_dir, output, done)):
-                manifest.record(result)
-    except WorkerDied as death:
-        raise UsageError(f"{output}: {death}; the {len(manifest.shards)} shards finished are kept: rerun the same "
-                         "command to resume") from None
 
 
 # --- in the worker processes -------------------------------------------------------------------------------

@@ -15,10 +15,10 @@ import contextlib
 import csv
 import io
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from trainbench.data.bboxes import Box, read_boxes
 from trainbench.data.imagefiles import SIGNATURE_BYTES, PreparedImage, SkipImage, check_signature, prepare_image
@@ -87,7 +87,8 @@ def convert(options: ConvertOptions, stream: TextIO | None = None) -> ConvertSum
                                  options.overwrite)
         todo = [task for task in tasks if task.name not in manifest.shards]
         try:
-            _write_shards(tree, texts, output, manifest, todo, options.workers, stream)
+            write_shards(convert_shard, todo, manifest, output, "convert", options.workers, stream, _init_worker,
+                         (_Settings(tree.root, output, texts),))
         finally:
             remove_temporaries(output)  # of shards a failure or Ctrl-C stopped: their workers are gone
         entries = [manifest.shards[task.name] for task in tasks]
@@ -96,14 +97,18 @@ def convert(options: ConvertOptions, stream: TextIO | None = None) -> ConvertSum
     return _summary(output, entries, todo, manifest.redone, len(skipped), time.perf_counter() - start)
 
 
-def _write_shards(tree: ImageTree, texts: dict[str, str], output: Path, manifest: Manifest, todo: list[ShardTask],
-                  workers: int, stream: TextIO | None) -> None:
+def write_shards(function: Callable[[ShardTask], ShardResult], todo: list[ShardTask], manifest: Manifest,
+                 output: Path, label: str, workers: int, stream: TextIO | None,
+                 initializer: Callable[..., None], initargs: tuple[Any, ...]) -> None:
+    """Every converter's parallel step: ``function`` writes each shard of ``todo`` on ``workers`` processes set up
+    by ``initializer(*initargs, done)`` (``done``: the shared count of sources read, which drives the progress bar
+    named ``label``); the parent records each finished shard in the manifest. A dead worker is one line saying the
+    finished shards are kept."""
     done = counter()
     total = sum(len(task.sources) for task in todo)
     try:
-        with Progress("convert", total, done, stream):
-            for result in run_parallel(convert_shard, todo, workers, _init_worker,
-                                       (_Settings(tree.root, output, texts), done)):
+        with Progress(label, total, done, stream):
+            for result in run_parallel(function, todo, workers, initializer, (*initargs, done)):
                 manifest.record(result)
     except WorkerDied as death:
         raise UsageError(f"{output}: {death}; the {len(manifest.shards)} shards finished are kept: rerun the same "

@@ -13,13 +13,10 @@ from pathlib import Path
 
 from trainbench.config import ModelConfig
 from trainbench.data.record_decode import settings_problem
+from trainbench.data.record_kinds import RecordKindSpec, record_kind
 from trainbench.data.shards import MANIFEST
-from trainbench.data.source import TFRECORDS, DataSource, num_classes, open_source, record_format, tfrecords_only
+from trainbench.data.source import DataSource, num_classes, open_source, record_format, tfrecords_only
 from trainbench.errors import UsageError
-
-# The command making each record kind, for the message refusing a folder of another kind.
-_CONVERTERS = {"imagenet": "data convert", "bert": "data text --workload bert", "gpt2": "data text --workload gpt2",
-               "translation": "data translate", "coco": "data coco"}
 
 
 def with_data(model: ModelConfig, data: str | None) -> ModelConfig:
@@ -48,23 +45,23 @@ def records_problem(model: ModelConfig, data: str) -> str | None:
 
 def _fitted(model: ModelConfig, data: str, source: DataSource) -> ModelConfig:
     found = record_format(source)
-    expected = model.spec.record_kind
-    if found.kind != expected:
-        raise UsageError(f"--data {data} holds {_held(source, found.kind)}; --workload {model.workload} reads "
-                         f"{expected} records (make them with 'trainbench {_CONVERTERS[expected]}')")
+    expected = record_kind(model.spec.record_kind)
+    if found.kind != expected.name:
+        raise UsageError(f"--data {data} holds {_held(source, found.spec)}; --workload {model.workload} reads "
+                         f"{expected.name} records (make them with 'trainbench {expected.command}')")
     if problem := settings_problem(found.kind, found.settings):
         raise UsageError(f"--data {data}: {problem}")
-    if found.kind == "imagenet":
+    if found.spec.classes == "labels":
         given = model.num_classes
         if given is None and (classes := _classes(source.folder)) < 2:
             raise UsageError(f"--data {data}: its records name {classes} ImageNet class"
                              f"{'' if classes == 1 else 'es'}, and a classifier needs 2 or more (other records "
                              f"without their {MANIFEST}, which names their kind?)")
         return dataclasses.replace(model, num_classes=given if given is not None else _classes(source.folder))
-    if found.kind == "coco":
+    if found.spec.classes == "category ids":
         return _coco_classes(model, data, found.settings["num_classes"])
     _check_vocabulary(model, data, found.settings["vocab_size"])
-    return _sequence_length(model, data, found.kind, found.settings)
+    return _sequence_length(model, data, found.spec, found.settings)
 
 
 def _check_vocabulary(model: ModelConfig, data: str, vocab_size: int) -> None:
@@ -75,11 +72,11 @@ def _check_vocabulary(model: ModelConfig, data: str, vocab_size: int) -> None:
                          f"--workload {model.workload} --size {model.size}: convert with --vocab-size {vocab}{other}")
 
 
-def _sequence_length(model: ModelConfig, data: str, kind: str, settings: dict[str, int]) -> ModelConfig:
+def _sequence_length(model: ModelConfig, data: str, kind: RecordKindSpec, settings: dict[str, int]) -> ModelConfig:
     """bert and gpt2 records hold sequences of one length (``seq_len``): --seq-len must be it, and is it when not
     given. Translation records are sentences of up to ``max_length`` tokens, padded to --seq-len (default: that
     maximum); a shorter --seq-len leaves the longer pairs out, as the reference's length filter does."""
-    if kind == "translation":
+    if kind.pairs:
         return model if model.seq_len is not None else _with_length(model, data, settings["max_length"])
     length = settings["seq_len"]
     if model.seq_len is not None and model.seq_len != length:
@@ -110,11 +107,11 @@ def _coco_classes(model: ModelConfig, data: str, largest_id: int) -> ModelConfig
     return model
 
 
-def _held(source: DataSource, kind: str) -> str:
+def _held(source: DataSource, kind: RecordKindSpec) -> str:
     """What the folder holds, in words: a folder read as ImageNet's only for want of a manifest says so."""
-    if source.kind == TFRECORDS and kind == "imagenet" and not (source.folder / MANIFEST).is_file():
+    if source.is_tfrecords and kind.manifest_optional and not (source.folder / MANIFEST).is_file():
         return f"TFRecords without a {MANIFEST} (read as ImageNet records, the one kind that may lack it)"
-    return "an image folder tree" if source.kind != TFRECORDS else f"{kind} records"
+    return "an image folder tree" if not source.is_tfrecords else f"{kind.name} records"
 
 
 @functools.cache

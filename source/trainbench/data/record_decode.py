@@ -14,7 +14,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from trainbench.data.record_schemas import SCHEMAS, Feature, RecordKind
+from trainbench.data.record_kinds import record_kind
+from trainbench.data.record_schemas import Feature, RecordKind
 from trainbench.data.tfrecord_reader import DataError, parse_example
 from trainbench.errors import UsageError
 
@@ -22,14 +23,12 @@ Features = dict[str, np.ndarray]
 
 _PYTHON_TYPES = {"int64": int, "float": float, "bytes": bytes}
 _DTYPES = {"int64": np.int64, "float": np.float32, "bytes": object}
-# COCO's per-object features: one value per box, so all of the same length.
-COCO_OBJECT_FEATURES = tuple(name for name in SCHEMAS["coco"] if name.startswith("image/object/"))
 
 
 def settings_problem(kind: RecordKind, settings: Mapping[str, int]) -> str | None:
     """Which setting the kind's fixed lengths need is missing from a folder's manifest, or None."""
-    needed = sorted({str(feature.length) for feature in SCHEMAS[kind].values() if isinstance(feature.length, str)})
-    missing = [name for name in needed if not (isinstance(settings.get(name), int) and settings[name] > 0)]
+    missing = [name for name in record_kind(kind).settings
+               if not (isinstance(settings.get(name), int) and settings[name] > 0)]
     if missing:
         return f"{kind} records need the manifest setting(s) {', '.join(missing)} (a positive whole number)"
     return None
@@ -62,13 +61,14 @@ def decode_record(payload: bytes, kind: RecordKind, settings: Mapping[str, int],
         parsed = parse_example(payload)
     except ValueError as error:
         raise DataError(f"{name}: {error}") from None
+    spec = record_kind(kind)
     features: Features = {}
-    for key, feature in SCHEMAS[kind].items():
+    for key, feature in spec.schema.items():
         if key not in parsed:
             raise DataError(f"{name}: not a {kind} record (it has no feature {key!r})")
         features[key] = _array(name, key, feature, parsed[key], settings)
-    if kind == "coco":
-        lengths = {key: len(features[key]) for key in COCO_OBJECT_FEATURES}
+    if spec.object_features:  # one value per box: all of one length
+        lengths = {key: len(features[key]) for key in spec.object_features}
         if len(set(lengths.values())) > 1:
             raise DataError(f"{name}: the object features have different lengths ({lengths})")
     return features

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainbench.data.record_kinds import RecordKindSpec, record_kind, unnamed_kind
 from trainbench.data.record_schemas import RECORD_KINDS, RecordKind
 from trainbench.data.shards import MANIFEST, SHARD_NAME
 from trainbench.data.tfrecord_reader import count_records, parse_example, read_records
@@ -38,6 +39,16 @@ class DataSource:
     kind: str  # TFRECORDS or IMAGE_FOLDER
     train: tuple[Path, ...]  # TFRecord shards, or the one root folder of an image-folder tree
     evaluation: tuple[Path, ...]
+
+    @property
+    def is_tfrecords(self) -> bool:
+        """Whether the folder holds TFRecord shards (of any record kind, ``record_format``)."""
+        return self.kind == TFRECORDS
+
+    @property
+    def is_image_folder(self) -> bool:
+        """Whether the folder is an image-folder tree (ImageNet's images as files, PyTorch only)."""
+        return self.kind == IMAGE_FOLDER
 
 
 def _shards(folder: Path, split: str) -> tuple[Path, ...]:
@@ -95,7 +106,7 @@ def open_source(path: str | Path) -> DataSource:
 
 def tfrecords_only(source: DataSource) -> DataSource:
     """TensorFlow's pipeline reads shards only: an image-folder tree is a UsageError saying what to do."""
-    if source.kind != TFRECORDS:
+    if not source.is_tfrecords:
         raise UsageError(f"{source.folder}: TensorFlow reads TFRecord shards only (train-*, validation-*); convert "
                          "the image folders with 'trainbench data convert', or use --framework torch")
     return source
@@ -139,7 +150,7 @@ def record_count(files: Iterable[Path]) -> int:
 def count_examples(source: DataSource, train: bool) -> int:
     """Examples in the training (or evaluation) split: records of the shards, or image files of the tree."""
     paths = source.train if train else source.evaluation
-    if source.kind == TFRECORDS:
+    if source.is_tfrecords:
         return record_count(paths)
     return sum(1 for folder in _class_folders(paths[0]) for _, _, names in os.walk(folder.path, followlinks=True)
                for name in names if name.lower().endswith(IMAGE_EXTENSIONS))
@@ -161,7 +172,7 @@ def _max_label(files: Iterable[Path]) -> int:
 def num_classes(source: DataSource) -> int:
     """Classes of a data set: the class folders of a tree; for TFRecords the manifest's count, else the largest
     label of the evaluation shards (labels run 1..N, 0 unused). Scanning reads those shards once."""
-    if source.kind == IMAGE_FOLDER:
+    if source.is_image_folder:
         return sum(1 for _ in _class_folders(source.train[0]))
     manifest = _manifest(source.folder)
     declared = manifest.get("num_classes", manifest.get("classes"))
@@ -182,12 +193,17 @@ class RecordFormat:
     kind: RecordKind
     settings: dict[str, int]  # seq_len, max_predictions_per_seq, block_len, vocab_size, ... (kind-specific)
 
+    @property
+    def spec(self) -> RecordKindSpec:
+        """The kind's facts (``record_kinds``)."""
+        return record_kind(self.kind)
+
 
 def record_format(source: DataSource) -> RecordFormat:
     """The folder's record kind from its manifest (``"kind"`` and ``"settings"``, written by every converter); a
     folder without them (the first manifest format, or no manifest) holds ImageNet records, as an image tree does."""
-    manifest = _manifest(source.folder) if source.kind == TFRECORDS else {}
-    kind = manifest.get("kind", "imagenet")
+    manifest = _manifest(source.folder) if source.is_tfrecords else {}
+    kind = manifest.get("kind", unnamed_kind().name)
     if kind not in RECORD_KINDS:
         raise UsageError(f"{source.folder / MANIFEST}: unknown record kind {kind!r} (known: {', '.join(RECORD_KINDS)})")
     settings = manifest.get("settings", {})

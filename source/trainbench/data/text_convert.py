@@ -19,15 +19,15 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
-from trainbench.data.convert import SKIPPED_CSV, output_folder, remove_temporaries, write_skipped
+from trainbench.data.convert import SKIPPED_CSV, output_folder, remove_temporaries, write_shards, write_skipped
 from trainbench.data.outputs import exclusive_folder, outside_inputs
-from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
-from trainbench.data.progress import Progress
+from trainbench.data.parallel import default_workers
+from trainbench.data.record_kinds import RecordKindSpec, record_kind
 from trainbench.data.record_schemas import GPT2_END_OF_TEXT
 from trainbench.data.shards import (
     KIND_MANIFEST_FORMAT,
@@ -48,7 +48,7 @@ from trainbench.data.text_records import (
     translation_example,
 )
 from trainbench.data.tfrecord_writer import write_shard
-from trainbench.data.vocab import DEFAULT_VOCAB_SIZE, TextKind, Vocabulary, from_files, load, train, word_ids
+from trainbench.data.vocab import TextKind, Vocabulary, from_files, load, tokenization, train, word_ids
 from trainbench.errors import UsageError
 from trainbench.results.files import temporary_files
 
@@ -64,7 +64,7 @@ class TextOptions:
     inputs: tuple[Path, ...]  # text files or folders; for translation the source and the target file
     output: Path
     vocab: Path | None = None
-    vocab_size: int | None = None  # default: DEFAULT_VOCAB_SIZE[kind]
+    vocab_size: int | None = None  # default: the kind's Tokenization.default_size
     seq_len: int | None = None  # bert, gpt2; default: the workload's full default
     max_predictions: int | None = None  # bert; default: workloads.bert.masked_count(seq_len)
     max_length: int = DEFAULT_MAX_LENGTH  # translation
@@ -73,6 +73,10 @@ class TextOptions:
     seed: int = DEFAULT_SEED
     workers: int = field(default_factory=default_workers)
     overwrite: bool = False
+
+    @property
+    def spec(self) -> RecordKindSpec:
+        return record_kind(self.kind)
 
 
 @dataclass(frozen=True)
@@ -100,16 +104,36 @@ class TextShardResult(ShardResult):
 
 def settings_of(options: TextOptions, vocabulary: Vocabulary) -> dict[str, int]:
     """The manifest's "settings": what a reader of the records needs (``record_schemas``)."""
-    from trainbench import workloads
+    return _SETTINGS[options.kind](options, vocabulary.size)
+
+
+def _bert_settings(options: TextOptions, vocab_size: int) -> dict[str, int]:
     from trainbench.workloads.bert import masked_count
 
-    if options.kind == "translation":
-        return {"max_length": options.max_length, "vocab_size": vocabulary.size}
-    seq_len = options.seq_len or workloads.get(options.kind).params["seq_len"].default
-    if options.kind == "gpt2":
-        return {"seq_len": seq_len, "block_len": seq_len + 1, "vocab_size": vocabulary.size}
+    seq_len = _seq_len(options)
     return {"seq_len": seq_len, "max_predictions_per_seq": options.max_predictions or masked_count(seq_len),
-            "vocab_size": vocabulary.size}
+            "vocab_size": vocab_size}
+
+
+def _gpt2_settings(options: TextOptions, vocab_size: int) -> dict[str, int]:
+    seq_len = _seq_len(options)
+    return {"seq_len": seq_len, "block_len": seq_len + 1, "vocab_size": vocab_size}
+
+
+def _translation_settings(options: TextOptions, vocab_size: int) -> dict[str, int]:
+    return {"max_length": options.max_length, "vocab_size": vocab_size}
+
+
+def _seq_len(options: TextOptions) -> int:
+    """--seq-len, else the workload's full default."""
+    from trainbench import workloads
+
+    return options.seq_len or workloads.get(options.kind).params["seq_len"].default
+
+
+# Each kind's manifest settings, from the options and the vocabulary's size (in the order manifests list them).
+_SETTINGS: dict[TextKind, Callable[[TextOptions, int], dict[str, int]]] = {
+    "bert": _bert_settings, "gpt2": _gpt2_settings, "translation": _translation_settings}
 
 
 def convert_text(options: TextOptions, stream: TextIO | None = None) -> TextSummary:
@@ -118,12 +142,11 @@ def convert_text(options: TextOptions, stream: TextIO | None = None) -> TextSumm
     outside_inputs(options.output, options.inputs)
     items, skipped, digest, texts = _read(options)
     vocabulary = load(options.kind, options.vocab) if options.vocab else \
-        train(options.kind, texts, options.vocab_size or DEFAULT_VOCAB_SIZE[options.kind])
+        train(options.kind, texts, options.vocab_size or tokenization(options.kind).default_size)
     settings = settings_of(options, vocabulary)
     count = options.shards or min(DEFAULT_SHARDS, len(items))
     if count > len(items):
-        raise UsageError(f"--shards {count} is more than the {len(items):,} "
-                         f"{'sentence pairs' if options.kind == 'translation' else 'documents'} of the corpus")
+        raise UsageError(f"--shards {count} is more than the {len(items):,} {options.spec.holds} of the corpus")
     tasks = plan_split(TRAIN, items, count, options.seed)
     output = output_folder(options.output)
     with exclusive_folder(output, "conversion"):
@@ -133,8 +156,8 @@ def convert_text(options: TextOptions, stream: TextIO | None = None) -> TextSumm
         vocabulary.save(output)
         todo = [task for task in tasks if task.name not in manifest.shards]
         try:
-            _write_shards(_Settings(options.kind, output, vocabulary.files, settings, options.seed), manifest, todo,
-                          options.workers, stream)
+            write_shards(convert_text_shard, todo, manifest, output, "convert", options.workers, stream, _init_worker,
+                         (_Settings(options.kind, output, vocabulary.files, settings, options.seed),))
         finally:
             _remove_temporaries(output, vocabulary)
         write_skipped(output / SKIPPED_CSV, skipped)
@@ -156,17 +179,15 @@ def _refuse_empty(options: TextOptions, output: Path, shards: list[str], items: 
     while the output folder's lock is held."""
     for name in [*shards, MANIFEST]:
         (output / name).unlink(missing_ok=True)
-    what = "sentence pairs" if options.kind == "translation" else "documents"
     why = (f"all {dropped:,} were longer than --max-length {options.max_length} tokens or had an "
-           "empty side: raise --max-length" if options.kind == "translation" else
-           "none was long enough to make a record")
-    raise UsageError(f"{options.inputs[0]}: none of its {items:,} {what} made a record ({why}); no shards kept in "
-                     f"{output}")
+           "empty side: raise --max-length" if options.spec.pairs else "none was long enough to make a record")
+    raise UsageError(f"{options.inputs[0]}: none of its {items:,} {options.spec.holds} made a record ({why}); no "
+                     f"shards kept in {output}")
 
 
 def _read(options: TextOptions) -> tuple[list[Any], list[tuple[str, str]], str, Iterator[str]]:
     """The items the shards are cut from, the skipped files, the input's digest and the vocabulary's training texts."""
-    if options.kind == "translation":
+    if options.spec.pairs:
         source, target = options.inputs
         corpus = read_parallel(source, target)
         texts = (text for pair in corpus.pairs for text in (pair.source, pair.target) if text)
@@ -191,19 +212,6 @@ def _header(options: TextOptions, settings: dict[str, int], vocabulary: Vocabula
             "fingerprint": hashlib.sha256(json.dumps(decided, sort_keys=True).encode()).hexdigest(),
             "seed": options.seed, "shard_counts": {"train": count, "validation": 0},
             "vocabulary": sorted(vocabulary.files), "special_tokens": vocabulary.specials}
-
-
-def _write_shards(settings: _Settings, manifest: Manifest, todo: list[ShardTask], workers: int,
-                  stream: TextIO | None) -> None:
-    done = counter()
-    total = sum(len(task.sources) for task in todo)
-    try:
-        with Progress("convert", total, done, stream):
-            for result in run_parallel(convert_text_shard, todo, workers, _init_worker, (settings, done)):
-                manifest.record(result)
-    except WorkerDied as death:
-        raise UsageError(f"{settings.output}: {death}; the {len(manifest.shards)} shards finished are kept: rerun "
-                         "the same command to resume") from None
 
 
 # --- in the worker processes -------------------------------------------------------------------------------
@@ -254,15 +262,11 @@ class _ShardBuilder:
         ids = [encoding.ids for encoding in _tokenizer.encode_batch(list(texts), add_special_tokens=False)]
         self.tokens += sum(map(len, ids))
         with _done.get_lock():
-            _done.value += len(texts) // (2 if self.kind == "translation" else 1)
+            _done.value += len(texts) // record_kind(self.kind).texts_per_example
         return ids
 
     def payloads(self, sources: tuple[Any, ...]) -> Iterator[bytes]:
-        if self.kind == "bert":
-            return self._bert(sources)
-        if self.kind == "gpt2":
-            return self._gpt2(sources)
-        return self._translation(sources)
+        return self._PAYLOADS[self.kind](self, sources)
 
     def _bert(self, documents: tuple[Document, ...]) -> Iterator[bytes]:
         tokenised = []
@@ -291,3 +295,7 @@ class _ShardBuilder:
                 self.filtered += 1
             else:
                 yield example
+
+    # Each kind's records from a shard's documents (or sentence pairs).
+    _PAYLOADS: ClassVar[dict[TextKind, Callable[[_ShardBuilder, tuple[Any, ...]], Iterator[bytes]]]] = {
+        "bert": _bert, "gpt2": _gpt2, "translation": _translation}

@@ -5,10 +5,11 @@ Per shard (in parallel): every record's checksums, the Example's schema, the lab
 record count against the manifest. Across shards: each split's shards all present, and one label per synset, in
 sorted synset order. Each bad shard gives one problem naming the file (the first one found in it).
 
-A folder whose manifest names another record kind (``"kind"``: bert, gpt2, translation, coco) is checked against
-``record_schemas.SCHEMAS`` with the manifest's ``"settings"`` instead: every feature there with its type and
-fixed length, then the kind's own check from ``RECORD_CHECKS`` (token ids below ``vocab_size``, masked positions
-inside the sequence, EOS last, ...); a kind without an entry there gets the schema check alone.
+A folder whose manifest names a record kind other than labelled images (``"kind"``: bert, gpt2, translation, coco;
+``record_kinds.RecordKindSpec.classes``) is checked against ``record_schemas.SCHEMAS`` with the manifest's
+``"settings"`` instead: every feature there with its type and fixed length, then the kind's own check from
+``RECORD_CHECKS`` (token ids below ``vocab_size``, masked positions inside the sequence, EOS last, ...); a kind
+without an entry there gets the schema check alone.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from trainbench.data.coco_records import check_coco_record
 from trainbench.data.imagefiles import jpeg_is_complete
 from trainbench.data.parallel import WorkerDied, counter, default_workers, run_parallel
 from trainbench.data.progress import Progress
-from trainbench.data.record_schemas import EOS_ID, SCHEMAS, RecordKind
+from trainbench.data.record_kinds import record_kind
+from trainbench.data.record_schemas import EOS_ID, RecordKind
 from trainbench.data.shards import SHARD_NAME, load_manifest, shard_files, shard_name
 from trainbench.data.source import TFRECORDS, DataSource, record_format
 from trainbench.data.tfrecord_reader import DataError, Feature, parse_example, read_records
@@ -70,7 +72,7 @@ def verify(folder: Path, workers: int | None = None, decode: bool = True, stream
     synsets = manifest.get("synsets")
     synsets = synsets if isinstance(synsets, list) and all(isinstance(name, str) for name in synsets) else None
     report = VerifyReport(folder, shards=len(files), problems=_missing_shards(folder, files, listed), kind=form.kind)
-    if form.kind != "imagenet":
+    if not _labelled(form.kind):
         report.checked = RECORD_CHECKS[form.kind].checked if form.kind in RECORD_CHECKS else \
             f"every record has the {form.kind} schema's features"
     counts = [entry.get("records") for entry in listed.values() if isinstance(entry, dict)]
@@ -150,9 +152,10 @@ def _check_shard(task: tuple[Path, int | None, bool, RecordKind, dict[str, int]]
     synset_labels: dict[str, int] = {}
     records = 0
     problem = None
+    labelled = _labelled(kind)
     try:
         for records, payload in enumerate(read_records(path), start=1):
-            problem = _check_record(payload, num_classes, decode, synset_labels) if kind == "imagenet" else \
+            problem = _check_record(payload, num_classes, decode, synset_labels) if labelled else \
                 _check_other(payload, kind, settings, decode)
             with _done.get_lock():  # type: ignore[attr-defined]
                 _done.value += 1  # type: ignore[attr-defined]
@@ -162,6 +165,11 @@ def _check_shard(task: tuple[Path, int | None, bool, RecordKind, dict[str, int]]
     except DataError as error:
         problem = str(error)
     return ShardCheck(path, records, _sha256(path), synset_labels, problem)
+
+
+def _labelled(kind: RecordKind) -> bool:
+    """Whether the kind's records are labelled images, checked as ImageNet's are (a JPEG, one label per synset)."""
+    return record_kind(kind).classes == "labels"
 
 
 def _sha256(path: Path) -> str:
@@ -242,7 +250,7 @@ _PYTHON_TYPES = {"int64": int, "float": float, "bytes": bytes}
 
 def _check_schema(features: dict[str, Feature], kind: RecordKind, settings: dict[str, int]) -> str | None:
     """Every feature of the kind's schema, of its type, with its fixed length (from the manifest's settings)."""
-    for name, feature in SCHEMAS[kind].items():
+    for name, feature in record_kind(kind).schema.items():
         if name not in features:
             return f"no {name}"
         values = features[name]

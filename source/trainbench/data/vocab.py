@@ -10,6 +10,9 @@
 - ``translation``: one WordPiece vocabulary shared by both sides, case kept, ``TRANSLATION_SPECIAL_TOKENS`` first
   (``<pad>`` 0 = PAD_ID, ``<EOS>`` 1 = EOS_ID). Saved as ``vocab.txt``; ``--vocab FILE`` reads one.
 
+Each kind's model, files and special tokens are its ``record_kinds.Tokenization``: the code below asks it, never
+the kind's name.
+
 Training is deterministic: the same texts in the same order give the same vocabulary (``tokenizers``' parallelism
 is turned off, which also keeps it quiet in forked worker processes). Texts are encoded with a tokenizer rebuilt
 from the vocabulary alone, without "added tokens": a literal ``[SEP]`` or ``<|endoftext|>`` in the corpus is
@@ -27,21 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from trainbench.data.record_schemas import (
-    BERT_SPECIAL_TOKENS,
-    EOS_ID,
-    GPT2_END_OF_TEXT,
-    PAD_ID,
-    TRANSLATION_SPECIAL_TOKENS,
-)
+from trainbench.data.record_kinds import Tokenization, record_kind
 from trainbench.errors import UsageError, os_reason
 
 TextKind = Literal["bert", "gpt2", "translation"]
-DEFAULT_VOCAB_SIZE: dict[TextKind, int] = {"bert": 30522, "gpt2": 50257, "translation": 33708}
-VOCAB_FILES: dict[TextKind, tuple[str, ...]] = {
-    "bert": ("vocab.txt",), "gpt2": ("vocab.json", "merges.txt"), "translation": ("vocab.txt",)}
-SPECIALS: dict[TextKind, tuple[str, ...]] = {
-    "bert": BERT_SPECIAL_TOKENS, "gpt2": (GPT2_END_OF_TEXT,), "translation": TRANSLATION_SPECIAL_TOKENS}
+
+
+def tokenization(kind: TextKind) -> Tokenization:
+    """The text kind's vocabulary model, files and special tokens (``record_kinds``)."""
+    found = record_kind(kind).tokenization
+    if found is None:
+        raise ValueError(f"{kind} records hold no text")
+    return found
 
 
 @dataclass(frozen=True)
@@ -67,11 +67,11 @@ class Vocabulary:
         with tempfile.TemporaryDirectory() as folder:
             for name, content in self.files.items():
                 (Path(folder) / name).write_bytes(content)
-            if self.kind == "gpt2":
+            family = tokenization(self.kind)
+            if family.byte_level:
                 tokenizer = Tokenizer(models.BPE.from_file(f"{folder}/vocab.json", f"{folder}/merges.txt"))
             else:
-                unknown = "[UNK]" if self.kind == "bert" else "<unk>"
-                tokenizer = Tokenizer(models.WordPiece.from_file(f"{folder}/vocab.txt", unk_token=unknown,
+                tokenizer = Tokenizer(models.WordPiece.from_file(f"{folder}/vocab.txt", unk_token=family.unknown,
                                                                  max_input_chars_per_word=100))
         _prepare(tokenizer, self.kind)
         return tokenizer
@@ -86,10 +86,11 @@ def _prepare(tokenizer: Any, kind: TextKind) -> None:
     """The normaliser and pre-tokeniser of each kind, the same for training and encoding."""
     from tokenizers import normalizers, pre_tokenizers
 
-    if kind == "gpt2":
+    family = tokenization(kind)
+    if family.byte_level:
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         return
-    lower = kind == "bert"
+    lower = family.lowercase
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lower, strip_accents=lower)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
 
@@ -97,14 +98,14 @@ def _prepare(tokenizer: Any, kind: TextKind) -> None:
 def train(kind: TextKind, texts: Iterable[str], vocab_size: int) -> Vocabulary:
     """A vocabulary of at most ``vocab_size`` tokens trained on ``texts`` (in their order), specials first."""
     _quiet()
-    if kind == "gpt2":
-        files = _train_byte_level(texts, vocab_size)
+    if tokenization(kind).byte_level:
+        files = _train_byte_level(kind, texts, vocab_size)
     else:
         files = {"vocab.txt": _train_wordpiece(kind, list(texts), vocab_size)}
     return from_files(kind, files, "the trained vocabulary", vocab_size)
 
 
-def _train_byte_level(texts: Iterable[str], vocab_size: int) -> dict[str, bytes]:
+def _train_byte_level(kind: TextKind, texts: Iterable[str], vocab_size: int) -> dict[str, bytes]:
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     alphabet = pre_tokenizers.ByteLevel.alphabet()
@@ -112,12 +113,13 @@ def _train_byte_level(texts: Iterable[str], vocab_size: int) -> dict[str, bytes]
         raise UsageError(f"--vocab-size {vocab_size}: byte-level BPE needs at least {len(alphabet) + 1} tokens "
                          "(256 bytes and the end-of-text token)")
     tokenizer = Tokenizer(models.BPE())
-    _prepare(tokenizer, "gpt2")
+    _prepare(tokenizer, kind)
     tokenizer.train_from_iterator(texts, trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=[GPT2_END_OF_TEXT], initial_alphabet=alphabet, show_progress=False))
+        vocab_size=vocab_size, special_tokens=list(tokenization(kind).specials), initial_alphabet=alphabet,
+        show_progress=False))
     with tempfile.TemporaryDirectory() as folder:
         tokenizer.model.save(folder)
-        return {name: (Path(folder) / name).read_bytes() for name in VOCAB_FILES["gpt2"]}
+        return {name: (Path(folder) / name).read_bytes() for name in tokenization(kind).files}
 
 
 def _train_wordpiece(kind: TextKind, texts: list[str], vocab_size: int) -> bytes:
@@ -132,7 +134,7 @@ def _train_wordpiece(kind: TextKind, texts: list[str], vocab_size: int) -> bytes
     """
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-    specials = list(SPECIALS[kind])
+    specials = list(tokenization(kind).specials)
     marker = "\u2581"
     tokenizer = Tokenizer(models.BPE())
     _prepare(tokenizer, kind)
@@ -162,11 +164,13 @@ def _train_wordpiece(kind: TextKind, texts: list[str], vocab_size: int) -> bytes
 
 def load(kind: TextKind, path: Path) -> Vocabulary:
     """The vocabulary of ``--vocab``: a vocab.txt file (bert, translation) or a folder of vocab.json + merges.txt."""
-    paths = [path / name for name in VOCAB_FILES[kind]] if kind == "gpt2" else [path]
-    if kind == "gpt2" and not path.is_dir():
-        raise UsageError(f"--vocab {path}: for gpt2, a folder holding vocab.json and merges.txt")
+    names = tokenization(kind).files
+    folder = len(names) > 1  # several files come in a folder, one alone is the path itself
+    paths = [path / name for name in names] if folder else [path]
+    if folder and not path.is_dir():
+        raise UsageError(f"--vocab {path}: for {kind}, a folder holding {' and '.join(names)}")
     files = {}
-    for file, name in zip(paths, VOCAB_FILES[kind], strict=True):
+    for file, name in zip(paths, names, strict=True):
         try:
             files[name] = file.read_bytes()
             files[name].decode("utf-8")
@@ -179,7 +183,7 @@ def load(kind: TextKind, path: Path) -> Vocabulary:
 
 def _tokens(kind: TextKind, files: dict[str, bytes], what: str) -> dict[str, int]:
     """Token -> id of a vocabulary's files; UsageError when they are not such files."""
-    if kind != "gpt2":
+    if not tokenization(kind).byte_level:
         lines = files["vocab.txt"].decode("utf-8").splitlines()
         return {token.strip(): index for index, token in reversed(list(enumerate(lines)))}  # the first id wins
     try:
@@ -194,13 +198,13 @@ def _tokens(kind: TextKind, files: dict[str, bytes], what: str) -> dict[str, int
 def from_files(kind: TextKind, files: dict[str, bytes], what: str = "the vocabulary", limit: int | None = None
                ) -> Vocabulary:
     """The vocabulary of these files (name -> content); UsageError, naming ``what``, when they are not one."""
+    family = tokenization(kind)
     tokens = _tokens(kind, files, what)
-    missing = [token for token in SPECIALS[kind] if token not in tokens]
+    missing = [token for token in family.specials if token not in tokens]
     if missing:
         raise UsageError(f"{what}: has no {', '.join(missing)} token (the {kind} records need it)")
-    specials = {token: tokens[token] for token in SPECIALS[kind]}
-    fixed = {"bert": {"[PAD]": PAD_ID}, "gpt2": {}, "translation": {"<pad>": PAD_ID, "<EOS>": EOS_ID}}[kind]
-    for token, expected in fixed.items():
+    specials = {token: tokens[token] for token in family.specials}
+    for token, expected in family.fixed_ids.items():
         if specials[token] != expected:
             raise UsageError(f"{what}: {token} has id {specials[token]}; the records need it at {expected}")
     size = max(tokens.values()) + 1

@@ -23,6 +23,7 @@ features, which the workload's builder (``batch_from_features``) turns into its 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -115,23 +116,33 @@ def detection_example(features: Features, image_size: int) -> Features:
 # --- datasets ---------------------------------------------------------------------------------------------------
 
 
-def _check(fmt: RecordFormat, folder: Path, seq_len: int | None, image_size: int | None,
-           num_classes: int | None) -> None:
-    """What the run must agree on with the records, each refused in one line naming the folder."""
-    settings = fmt.settings
-    if fmt.kind == "bert" and seq_len is not None and settings.get("seq_len", seq_len) != seq_len:
+def _check_bert(settings: dict[str, int], folder: Path, seq_len: int | None, image_size: int | None,
+                num_classes: int | None) -> None:
+    if seq_len is not None and settings.get("seq_len", seq_len) != seq_len:
         raise UsageError(f"{folder}: its BERT records hold {settings['seq_len']} tokens per sequence, not {seq_len}: "
                          f"run with --seq-len {settings['seq_len']}")
-    if fmt.kind == "gpt2" and seq_len is not None and settings.get("block_len", seq_len + 1) != seq_len + 1:
+
+
+def _check_gpt2(settings: dict[str, int], folder: Path, seq_len: int | None, image_size: int | None,
+                num_classes: int | None) -> None:
+    if seq_len is not None and settings.get("block_len", seq_len + 1) != seq_len + 1:
         raise UsageError(f"{folder}: its GPT-2 blocks hold {settings['block_len']} tokens, not --seq-len + 1 = "
                          f"{seq_len + 1}: run with --seq-len {settings['block_len'] - 1}")
-    if fmt.kind == "coco":
-        if image_size is None:
-            raise ValueError("coco records need the run's image size")
-        largest = settings.get("num_classes")
-        if num_classes is not None and largest is not None and largest >= num_classes:
-            raise UsageError(f"{folder}: its category ids go up to {largest}, which needs --num-classes "
-                             f"{largest + 1} or more (class 0 is the background)")
+
+
+def _check_coco(settings: dict[str, int], folder: Path, seq_len: int | None, image_size: int | None,
+                num_classes: int | None) -> None:
+    if image_size is None:
+        raise ValueError("coco records need the run's image size")
+    largest = settings.get("num_classes")
+    if num_classes is not None and largest is not None and largest >= num_classes:
+        raise UsageError(f"{folder}: its category ids go up to {largest}, which needs --num-classes "
+                         f"{largest + 1} or more (class 0 is the background)")
+
+
+def _nothing_to_check(settings: dict[str, int], folder: Path, seq_len: int | None, image_size: int | None,
+                      num_classes: int | None) -> None:
+    """Translation: any --seq-len reads the pairs (the longer ones are left out)."""
 
 
 def _translation_length(fmt: RecordFormat, seq_len: int | None) -> int:
@@ -141,25 +152,74 @@ def _translation_length(fmt: RecordFormat, seq_len: int | None) -> int:
     return int(length)
 
 
-def _kept(examples: tf.data.Dataset, fmt: RecordFormat, seq_len: int | None) -> tf.data.Dataset:
-    """The examples a batch may hold: translation pairs with both sides within the run's length (the legacy
-    Transformer's _filter_max_length); every example of the other kinds."""
-    if fmt.kind != "translation":
-        return examples
+def _ids(fmt: RecordFormat, image_size: int | None) -> Callable[[tf.Tensor], Features]:
+    """Every feature as written, int64 ids as int32."""
+    parse = _parser(fmt.kind, fmt.settings)
+
+    def example(serialized: tf.Tensor) -> Features:
+        return _int32(parse(serialized))
+
+    return example
+
+
+def _detection(fmt: RecordFormat, image_size: int | None) -> Callable[[tf.Tensor], Features]:
+    """The features RetinaNet reads, made into its image and boxes (``detection_example``)."""
+    parse = _parser(fmt.kind, fmt.settings, _COCO_READ)
+    size = int(image_size or 0)
+
+    def example(serialized: tf.Tensor) -> Features:
+        return detection_example(parse(serialized), size)
+
+    return example
+
+
+def _every(examples: tf.data.Dataset, fmt: RecordFormat, seq_len: int | None) -> tf.data.Dataset:
+    return examples
+
+
+def _within_length(examples: tf.data.Dataset, fmt: RecordFormat, seq_len: int | None) -> tf.data.Dataset:
+    """Pairs with both sides within the run's length (the legacy Transformer's _filter_max_length)."""
     length = _translation_length(fmt, seq_len)
     return examples.filter(lambda pair: tf.logical_and(tf.size(pair["inputs"]) <= length,
                                                       tf.size(pair["targets"]) <= length))
 
 
-def _batched(examples: tf.data.Dataset, fmt: RecordFormat, batch_size: int, seq_len: int | None) -> tf.data.Dataset:
-    if fmt.kind == "translation":
-        length = _translation_length(fmt, seq_len)
-        return examples.padded_batch(batch_size, {"inputs": [length], "targets": [length]},
-                                     padding_values=PAD_ID, drop_remainder=True)
-    if fmt.kind == "coco":
-        return examples.padded_batch(batch_size, padding_values={
-            "image": 0.0, "boxes": 0.0, "classes": PADDING_CLASS}, drop_remainder=True)
+def _full_batches(examples: tf.data.Dataset, fmt: RecordFormat, batch_size: int, seq_len: int | None
+                  ) -> tf.data.Dataset:
     return examples.batch(batch_size, drop_remainder=True)
+
+
+def _padded_pairs(examples: tf.data.Dataset, fmt: RecordFormat, batch_size: int, seq_len: int | None
+                  ) -> tf.data.Dataset:
+    length = _translation_length(fmt, seq_len)
+    return examples.padded_batch(batch_size, {"inputs": [length], "targets": [length]},
+                                 padding_values=PAD_ID, drop_remainder=True)
+
+
+def _padded_boxes(examples: tf.data.Dataset, fmt: RecordFormat, batch_size: int, seq_len: int | None
+                  ) -> tf.data.Dataset:
+    return examples.padded_batch(batch_size, padding_values={
+        "image": 0.0, "boxes": 0.0, "classes": PADDING_CLASS}, drop_remainder=True)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """How tf.data reads one record kind (see the module's docstring): what the run must agree on with the records,
+    each record's example, the examples a batch may hold, and how they are batched."""
+
+    example: Callable[[RecordFormat, int | None], Callable[[tf.Tensor], Features]]  # (format, image_size)
+    check: Callable[[dict[str, int], Path, int | None, int | None, int | None], None] = _nothing_to_check
+    kept: Callable[[tf.data.Dataset, RecordFormat, int | None], tf.data.Dataset] = _every
+    batched: Callable[[tf.data.Dataset, RecordFormat, int, int | None], tf.data.Dataset] = _full_batches
+
+
+# The kinds read here; ImageNet's records are tf_pipeline's.
+_READINGS: dict[RecordKind, _Reading] = {
+    "bert": _Reading(_ids, check=_check_bert),
+    "gpt2": _Reading(_ids, check=_check_gpt2),
+    "translation": _Reading(_ids, kept=_within_length, batched=_padded_pairs),
+    "coco": _Reading(_detection, check=_check_coco, batched=_padded_boxes),
+}
 
 
 def training_dataset(files: Sequence[Path], fmt: RecordFormat, batch_size: int, seed: int, *,
@@ -171,26 +231,17 @@ def training_dataset(files: Sequence[Path], fmt: RecordFormat, batch_size: int, 
     filter and padding length, the records' ``max_length`` when None); ``image_size`` (coco): the square side;
     ``num_classes`` (coco): the model's classes, checked against the records' largest category id.
     """
-    if fmt.kind == "imagenet":
-        raise ValueError("ImageNet records are tf_pipeline's")
-    _check(fmt, Path(files[0]).parent if files else Path("?"), seq_len, image_size, num_classes)
-    if fmt.kind == "coco":
-        parse = _parser(fmt.kind, fmt.settings, _COCO_READ)
-        size = int(image_size or 0)
-
-        def example(serialized: tf.Tensor) -> Features:
-            return detection_example(parse(serialized), size)
-    else:
-        parse = _parser(fmt.kind, fmt.settings)
-
-        def example(serialized: tf.Tensor) -> Features:
-            return _int32(parse(serialized))
-
+    if fmt.kind not in _READINGS:
+        raise ValueError(f"no tf.data record pipeline for {fmt.kind} records (ImageNet's are tf_pipeline's)")
+    reading = _READINGS[fmt.kind]
+    # What the run must agree on with the records, each refused in one line naming the folder.
+    reading.check(fmt.settings, Path(files[0]).parent if files else Path("?"), seq_len, image_size, num_classes)
+    example = reading.example(fmt, image_size)
     records = _records(files, seed).shuffle(SHUFFLE_BUFFER, seed=seed, reshuffle_each_iteration=True)
-    examples = _kept(records.map(example, num_parallel_calls=AUTOTUNE, deterministic=False), fmt, seq_len)
+    examples = reading.kept(records.map(example, num_parallel_calls=AUTOTUNE, deterministic=False), fmt, seq_len)
     # Repeated after the filter: tf.data ends the repetition of a pass that yields nothing (every pair longer than
     # --seq-len), where repeating the records before filtering them would spin forever without a batch.
-    return _finish(_batched(examples.repeat(), fmt, batch_size, seq_len), threads)
+    return _finish(reading.batched(examples.repeat(), fmt, batch_size, seq_len), threads)
 
 
 def mapped(dataset: tf.data.Dataset, function: Callable[[Features], Any]) -> tf.data.Dataset:

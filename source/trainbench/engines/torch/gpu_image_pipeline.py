@@ -34,7 +34,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from trainbench.data.preprocess_params import CROP_AREA_RANGE, CROP_ASPECT_RANGE, MEAN_RGB, STD_RGB, resize_size
-from trainbench.data.source import IMAGE_FOLDER, DataSource
+from trainbench.data.source import DataSource
 from trainbench.data.tfrecord_reader import DataError
 from trainbench.engines.torch import image_pipeline as torch_pipeline
 
@@ -107,14 +107,14 @@ def collate_encoded(examples: Sequence[tuple[EncodedImage, int]]) -> EncodedBatc
 def make_loader(source: DataSource, batch_size: int, *, train: bool, seed: int = 0, workers: int | None = None,
                 pin_memory: bool = False, rank: int = 0, world: int = 1) -> DataLoader:
     """The CPU loader's files, order and batching (``torch_pipeline.make_loader``), with encoded images."""
-    if source.kind == IMAGE_FOLDER:
+    if source.is_image_folder:
         tree = torchvision.datasets.ImageFolder(str(source.train[0] if train else source.evaluation[0]),
                                                 loader=read_encoded)
         dataset: Dataset = Subset(tree, range(rank, len(tree), world)) if world > 1 else tree
     else:
         dataset = torch_pipeline.TFRecordImages(source.train if train else source.evaluation, encoded_image,
                                                 shuffle=train, repeat=train, seed=seed, rank=rank, world=world)
-    return torch_pipeline.loader_over(dataset, batch_size, train=train, shuffle_sampler=source.kind == IMAGE_FOLDER
+    return torch_pipeline.loader_over(dataset, batch_size, train=train, shuffle_sampler=source.is_image_folder
                                       and train, seed=seed, workers=workers, pin_memory=pin_memory,
                                       collate_fn=collate_encoded)
 

@@ -37,7 +37,7 @@ from trainbench.data.preprocess_params import (
     STD_RGB,
     resize_size,
 )
-from trainbench.data.source import IMAGE_FOLDER, DataSource
+from trainbench.data.source import DataSource
 from trainbench.data.tfrecord_reader import DataError, parse_example, read_records
 
 Transform = Callable[[Image.Image], torch.Tensor]
@@ -203,13 +203,13 @@ def make_loader(source: DataSource, batch_size: int, image_size: int, *, train: 
     """Training: endless shuffled full batches; evaluation: one ordered pass with a partial last batch."""
     transform = train_transform(image_size) if train else eval_transform(image_size)
     paths = source.train if train else source.evaluation
-    if source.kind == IMAGE_FOLDER:
+    if source.is_image_folder:
         tree = image_folder(paths[0], transform)
         dataset: Dataset = Subset(tree, range(rank, len(tree), world)) if world > 1 else tree
     else:
         dataset = TFRecordImages(paths, partial(decoded, transform), shuffle=train, repeat=train, seed=seed,
                                  rank=rank, world=world)
-    return loader_over(dataset, batch_size, train=train, shuffle_sampler=source.kind == IMAGE_FOLDER and train,
+    return loader_over(dataset, batch_size, train=train, shuffle_sampler=source.is_image_folder and train,
                        seed=seed, workers=workers, pin_memory=pin_memory)
 
 

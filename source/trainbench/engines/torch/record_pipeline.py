@@ -121,17 +121,32 @@ def coco_example(image_size: int, train: bool, features: Features, name: str,
             "num_boxes": len(boxes)}
 
 
+def _bert_preparer(seq_len: int, image_size: int, train: bool) -> Prepare:
+    return bert_example
+
+
+def _gpt2_preparer(seq_len: int, image_size: int, train: bool) -> Prepare:
+    return gpt2_example
+
+
+def _translation_preparer(seq_len: int, image_size: int, train: bool) -> Prepare:
+    return partial(translation_example, seq_len)
+
+
+def _coco_preparer(seq_len: int, image_size: int, train: bool) -> Prepare:
+    return partial(coco_example, image_size, train)
+
+
+# Each kind's example maker for the run's (seq_len, image_size, train); ImageNet's records are image_pipeline's.
+_PREPARERS: dict[RecordKind, Callable[[int, int, bool], Prepare]] = {
+    "bert": _bert_preparer, "gpt2": _gpt2_preparer, "translation": _translation_preparer, "coco": _coco_preparer}
+
+
 def preparer(kind: RecordKind, *, seq_len: int, image_size: int, train: bool) -> Prepare:
     """The function making one example of a decoded record of ``kind`` (picklable: it goes to the workers)."""
-    if kind == "bert":
-        return bert_example
-    if kind == "gpt2":
-        return gpt2_example
-    if kind == "translation":
-        return partial(translation_example, seq_len)
-    if kind == "coco":
-        return partial(coco_example, image_size, train)
-    raise DataError(f"no PyTorch record pipeline for {kind} records")
+    if kind not in _PREPARERS:
+        raise DataError(f"no PyTorch record pipeline for {kind} records")
+    return _PREPARERS[kind](seq_len, image_size, train)
 
 
 # --- the dataset and its loader -----------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 """What every engine promises, tested once and run for each framework (``load_engine``), plus the framework-free
-rules they share (``trainbench.engines.base``, ``engines.devices``). Framework-specific behaviour stays in
+rules they share (``trainbench.engines.base``, ``engines.devices``). The runner's promises (samples, tokens,
+parameters, FLOPs, every layer trained) hold for every (workload x framework) pair the registry supports, the
+trainer's (step counts, evaluation, checkpoints) for every pair that trains. Framework-specific behaviour stays in
 test_<framework>_engine.py.
 
 Frameworks are imported only inside the tests of their parameter: conftest.py imports torch before anything can
@@ -17,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from trainbench import workloads
 from trainbench.cli import options
 from trainbench.config import DEVICES, BenchConfig, ModelConfig, TrainConfig
 from trainbench.data.synthetic import learnable_examples
@@ -38,6 +41,7 @@ class Framework:
     seen_by: str  # who the engine says sees no GPU
     module: str  # the Python package whose version versions() reports under the same key
     checkpoint_glob: str  # one file per complete checkpoint, named by its epoch
+    flops_note: str  # how its runner says it counted training FLOPs
 
     def imported(self) -> Any:
         return pytest.importorskip(self.module)
@@ -52,6 +56,12 @@ class Framework:
         if self.name == "torch":
             return [value.detach().cpu().numpy().copy() for value in holder.network.state_dict().values()]
         return [value.copy() for value in holder.network.get_weights()]
+
+    def trainable_parameters(self, runner: Any) -> int:
+        """The runner's network's trainable values, counted here."""
+        if self.name == "torch":
+            return sum(p.numel() for p in runner.network.parameters() if p.requires_grad)
+        return sum(math.prod(v.shape) for v in runner.network.trainable_variables)
 
     def saved_epochs(self, directory: Path) -> list[int]:
         prefix = self.checkpoint_glob.partition("*")[0]
@@ -84,8 +94,8 @@ class Framework:
 
 
 FRAMEWORKS = {
-    "torch": Framework("torch", "PyTorch", "torch", "epoch-*.pt"),
-    "tf": Framework("tf", "TensorFlow", "tensorflow", "ckpt-*.index"),
+    "torch": Framework("torch", "PyTorch", "torch", "epoch-*.pt", "FlopCounterMode, one step (forward and backward)"),
+    "tf": Framework("tf", "TensorFlow", "tensorflow", "ckpt-*.index", "x 3 for training"),
 }
 
 
@@ -253,20 +263,52 @@ def wrapped(error: BaseException) -> BaseException:
 # --- each engine: the benchmark runner ---------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-def test_the_runner_counts_its_images_and_trains(framework: Framework, engine: Engine) -> None:
-    runner = engine.make_runner(BenchConfig(model=model_config(framework), batch_size=2))
+# Every (workload x framework) pair the registry supports, at --size tiny: the two convolutional ones take seconds a
+# step on the CPU even there, so they run with the slow tests.
+HEAVY = ("resnet50", "retinanet")
+PAIRS = [pytest.param((workload.name, name), id=f"{workload.name}-{name}",
+                      marks=[pytest.mark.slow] if workload.name in HEAVY else [])
+         for workload in workloads.all_workloads() for name in workload.frameworks]
+STEPS = 2
+
+
+@pytest.fixture(scope="module", params=PAIRS)
+def stepped(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """A pair's tiny runner at batch 2, its network's state before and after STEPS steps."""
+    workload, name = request.param
+    framework = FRAMEWORKS[name]
+    framework.imported()
+    model = ModelConfig(framework=name, workload=workload, size="tiny", device="cpu")
+    runner = load_engine(name).make_runner(BenchConfig(model=model, batch_size=2))
+    before = framework.weights(runner)
+    for _ in range(STEPS):
+        runner.step()
+    runner.sync()
+    return {"model": model, "framework": framework, "runner": runner, "before": before,
+            "after": framework.weights(runner)}
+
+
+def test_every_pair_counts_its_samples_tokens_parameters_and_flops(stepped: dict[str, Any]) -> None:
+    model, framework, runner = stepped["model"], stepped["framework"], stepped["runner"]
     assert runner.samples_per_step == 2  # one device: the batch
     assert runner.compile_s is None  # nothing compiled ahead of the windows without --compile or --cuda-graph
-    before = framework.weights(runner)
-    runner.step()
-    runner.sync()
-    after = framework.weights(runner)
-    assert len(after) == len(before) > 100  # all of ResNet-50's layers
-    # Every weight moves (SGD with momentum, weight decay) and every batch-norm statistic is updated.
-    unchanged = [index for index, (old, new) in enumerate(zip(before, after, strict=True)) if np.array_equal(old, new)]
-    assert not unchanged
+    tokens = model.spec.tokens_per_sample(model.params())  # the descriptor's count: source and target for a pair
+    assert runner.tokens_per_step == (None if tokens is None else 2 * tokens)
+    assert runner.parameters == framework.trainable_parameters(runner) > 0
+    assert framework.flops_note in runner.flops_note
+    # A weight that multiplies once a sample costs 6 flops (2 forward, 4 backward); embeddings that are only looked
+    # up cost none: 2 x the parameters is a floor every workload clears (a step not followed would count 0).
+    assert runner.train_flops_per_sample >= 2 * runner.parameters
+
+
+def test_every_pair_trains_every_layer(stepped: dict[str, Any]) -> None:
+    before, after = stepped["before"], stepped["after"]
+    assert len(after) == len(before) > 0
     assert all(np.isfinite(array).all() for array in after)
+    # The optimizer reached the network, not one stray layer: most tensors moved (SGD with momentum, weight decay;
+    # batch-norm statistics too). What stays is an embedding row or a head no synthetic batch reaches.
+    moved = sum(not np.array_equal(old, new) for old, new in zip(before, after, strict=True))
+    assert moved > len(after) // 2, (moved, len(after))
 
 
 @pytest.mark.slow
@@ -283,15 +325,33 @@ def test_a_missing_data_folder_is_a_usage_error_naming_it(framework: Framework, 
 # --- each engine: the trainer ------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def trainer(framework: Framework, engine: Engine) -> Any:
-    return engine.make_trainer(train_config(framework))
+# Every workload `train` trains (a learnable set), in each framework that builds it.
+TRAINED = [pytest.param((workload.name, name), id=f"{workload.name}-{name}")
+           for workload in workloads.all_workloads() if workload.learnable_set is not None
+           for name in workload.frameworks]
+
+
+@pytest.fixture(scope="module", params=TRAINED)
+def trained_model(request: pytest.FixtureRequest) -> ModelConfig:
+    """The workload at --size tiny (an image classifier on 32 px images of 4 classes: every label in the top 5)."""
+    workload, name = request.param
+    FRAMEWORKS[name].imported()
+    shape = {"image_size": 32, "num_classes": 4} if workloads.get(workload).learnable_set == "images" else {}
+    return ModelConfig(framework=name, workload=workload, size="tiny", device="cpu", **shape)
 
 
 @pytest.fixture(scope="module")
-def other_trainer(framework: Framework, engine: Engine) -> Any:
+def trainer(trained_model: ModelConfig) -> Any:
+    framework = FRAMEWORKS[trained_model.framework]
+    return load_engine(framework.name).make_trainer(train_config(framework, model=trained_model))
+
+
+@pytest.fixture(scope="module")
+def other_trainer(trained_model: ModelConfig) -> Any:
     """A second trainer, untrained, with step counts given instead of derived."""
-    return engine.make_trainer(train_config(framework, steps_per_epoch=5, eval_steps=7))
+    framework = FRAMEWORKS[trained_model.framework]
+    return load_engine(framework.name).make_trainer(train_config(framework, model=trained_model, steps_per_epoch=5,
+                                                                 eval_steps=7))
 
 
 @pytest.mark.slow
@@ -302,11 +362,13 @@ def test_step_counts_are_one_pass_over_each_set_unless_given(trainer: Any, other
 
 
 @pytest.mark.slow
-def test_evaluate_sees_every_evaluation_example_once(trainer: Any) -> None:
+def test_evaluate_sees_every_evaluation_example_once(trainer: Any, trained_model: ModelConfig) -> None:
     result = trainer.evaluate()
     assert result.keys() == {"loss", "top1", "top5", "examples"}
-    assert result["examples"] == 6  # two batches: 4, then the 2 left, and nothing counted twice
-    assert 0 <= result["top1"] <= result["top5"] == 1.0  # top-5 of 4 classes holds every one
+    assert result["examples"] == 6  # two batches: 4, then the 2 left, and nothing counted twice (sequences: not tokens)
+    assert 0 <= result["top1"] <= result["top5"] <= 1.0
+    if trained_model.spec.learnable_set == "images":
+        assert result["top5"] == 1.0  # top-5 of 4 classes holds every one
     assert math.isfinite(result["loss"]) and result["loss"] > 0
 
 
@@ -323,8 +385,9 @@ def test_mean_loss_averages_the_steps_since_the_last_call(trainer: Any) -> None:
 
 @pytest.mark.slow
 def test_checkpoints_restore_exactly_and_only_the_newest_are_kept(
-    framework: Framework, trainer: Any, other_trainer: Any, tmp_path: Path
+    trained_model: ModelConfig, trainer: Any, other_trainer: Any, tmp_path: Path
 ) -> None:
+    framework = FRAMEWORKS[trained_model.framework]
     assert other_trainer.restore(tmp_path / "empty") == 0
     trainer.train_step(0.01)  # weights and momentum now differ from a fresh trainer's
     trainer.mean_loss()

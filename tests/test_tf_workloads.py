@@ -1,13 +1,13 @@
 """The TensorFlow builders of every workload (engines/tf/workloads/), through the engine's runner, on the CPU.
 
-Tiny sizes train a few steps each; the full sizes (slow) are built to check parameter counts against the published
-figures and the FLOP count against the analytic one. Nothing here imports torch.
+Tiny sizes train in bfloat16 and under XLA (what every runner promises is the engine contract's); the full sizes
+(slow) are built to check parameter counts against the published figures and the FLOP count against the analytic
+one. Nothing here imports torch.
 """
 
 from __future__ import annotations
 
 import importlib
-import math
 from typing import Any
 
 import numpy as np
@@ -21,13 +21,11 @@ import tf_keras
 
 from trainbench import workloads
 from trainbench.config import BenchConfig, ModelConfig, TrainConfig
-from trainbench.engines.base import is_decayed
 from trainbench.engines.tf.engine import ENGINE, FlopCountError, op_macs, parameter_count
 from trainbench.errors import UsageError
 
 TF_WORKLOADS = tuple(workload.name for workload in workloads.all_workloads() if "tf" in workload.frameworks)
 BATCH = 2
-STEPS = 2
 
 
 def model_config(name: str, size: str = "tiny", **overrides: Any) -> ModelConfig:
@@ -38,33 +36,6 @@ def builder_of(model: ModelConfig) -> Any:
     return importlib.import_module(model.spec.builders["tf"]).BUILDER()
 
 
-def loss_of(runner: Any, model: ModelConfig) -> float:
-    """The runner's builder's loss on a fresh synthetic batch, as the runner's network stands."""
-    builder = runner.builder
-    return float(builder.loss(runner.network, builder.synthetic_batch(model, BATCH, "/cpu:0", 7), 0.1))
-
-
-# The sequence workloads build in seconds; the two with a ResNet-50 backbone take ~20 s each on 2 cores.
-HEAVY = {"resnet50", "retinanet"}
-PER_WORKLOAD = [pytest.param(name, marks=pytest.mark.slow) if name in HEAVY else name for name in TF_WORKLOADS]
-_RUNS: dict[str, dict[str, Any]] = {}
-
-
-def trained(name: str) -> dict[str, Any]:
-    """A workload's tiny runner before and after a few steps, built once for the tests below."""
-    if name not in _RUNS:
-        model = model_config(name)
-        runner = ENGINE.make_runner(BenchConfig(model=model, batch_size=BATCH))
-        before = [variable.numpy().copy() for variable in runner.network.trainable_variables]
-        for _ in range(STEPS):
-            runner.step()
-        runner.sync()
-        after = [variable.numpy() for variable in runner.network.trainable_variables]
-        _RUNS[name] = {"model": model, "runner": runner, "before": before, "after": after,
-                       "loss": loss_of(runner, model)}
-    return _RUNS[name]
-
-
 def test_every_tf_workload_has_a_builder():
     assert set(TF_WORKLOADS) == {"resnet50", "transformer", "bert", "retinanet"}
     assert "tf" not in workloads.get("gpt2").frameworks  # refused in its descriptor, in one line
@@ -73,30 +44,8 @@ def test_every_tf_workload_has_a_builder():
         assert all(callable(getattr(builder, part)) for part in ("build", "synthetic_batch", "loss"))
 
 
-@pytest.mark.slow  # trains each tiny network: seconds
-@pytest.mark.parametrize("name", PER_WORKLOAD)
-def test_tiny_workload_trains(name):
-    run = trained(name)
-    assert math.isfinite(run["loss"]) and run["loss"] > 0
-    assert all(np.all(np.isfinite(values)) for values in run["after"])
-    moved = sum(not np.array_equal(old, new) for old, new in zip(run["before"], run["after"], strict=True))
-    # Every variable with a gradient moves: at least the weight matrices (BERT's and RetinaNet's heads included).
-    assert moved >= sum(is_decayed(v.name, tuple(v.shape)) for v in run["runner"].network.trainable_variables)
-
-
-@pytest.mark.slow  # builds each tiny runner: seconds
-@pytest.mark.parametrize("name", PER_WORKLOAD)
-def test_tiny_runner_counts(name):
-    run = trained(name)
-    runner, model = run["runner"], run["model"]
-    assert runner.samples_per_step == BATCH
-    streams = {"transformer": 2, "bert": 1}.get(name)  # a sentence pair counts both sentences' tokens
-    tokens = None if streams is None else streams * model.param("seq_len")
-    assert runner.tokens_per_step == (None if tokens is None else BATCH * tokens)
-    sizes = {id(v): math.prod(v.shape) for v in runner.network.trainable_variables}
-    assert runner.parameters == sum(sizes.values()) > 0
-    assert runner.train_flops_per_sample is not None and runner.train_flops_per_sample > 0
-    assert "x 3 for training" in runner.flops_note
+# Every workload's tiny runner (samples, tokens, parameters, FLOPs, every layer trained) is the engine contract's,
+# for both frameworks: tests/test_engine_contract.py.
 
 
 def step_twice(model: ModelConfig) -> Any:

@@ -1,6 +1,6 @@
-"""The PyTorch builders of every workload (engines/torch/workloads/) through the torch engine's runner at --size
-tiny on the CPU, and the full sizes' parameter counts and training FLOPs against published figures, built on the
-meta device (shapes only, nothing allocated).
+"""The PyTorch builders of every workload (engines/torch/workloads/): FLOP counting and batches at --size tiny on
+the CPU (what every runner promises is the engine contract's), and the full sizes' parameter counts and training
+FLOPs against published figures, built on the meta device (shapes only, nothing allocated).
 
 FlopCounterMode counts matrix products, convolutions and attention, a multiply-add as 2, and nothing element-wise:
 the analytic formulas below count the same things.
@@ -8,80 +8,27 @@ the analytic formulas below count the same things.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
-from typing import Any
 
-import numpy as np
 import pytest
 import torch
 from torch import nn
 
-from trainbench import workloads
 from trainbench.config import BenchConfig, ModelConfig
 from trainbench.engines.torch.engine import ENGINE, _cloned, _tensors
 from trainbench.engines.torch.workloads import TorchBuilder, builder_of, flops, retinanet
 from trainbench.workloads import bert as bert_task
 
-TORCH_WORKLOADS = tuple(workload.name for workload in workloads.all_workloads() if "torch" in workload.frameworks)
 BATCH = 2
 SMOOTHING = 0.1
-CONVOLUTIONAL = ("resnet50", "retinanet")  # a ResNet-50 trunk: seconds a step on the CPU even at tiny size
 
 
 def builder(model: ModelConfig) -> TorchBuilder:
     return builder_of(model)
 
 
-def weights(network: nn.Module) -> list[np.ndarray]:
-    return [value.detach().float().numpy().copy() for value in network.state_dict().values()]
-
-
-# --- every workload at --size tiny through the runner -------------------------------------------------------------
-
-
-@pytest.fixture(scope="module", params=[pytest.param(name, marks=pytest.mark.slow) if name in CONVOLUTIONAL else name
-                                        for name in TORCH_WORKLOADS])
-def tiny(request: pytest.FixtureRequest) -> tuple[ModelConfig, Any]:
-    model = ModelConfig(workload=request.param, size="tiny", device="cpu")
-    return model, ENGINE.make_runner(BenchConfig(model=model, batch_size=BATCH))
-
-
-def test_every_workload_trains_at_tiny_size(tiny: tuple[ModelConfig, Any]) -> None:
-    model, runner = tiny
-    before = weights(runner.network)
-    for _ in range(3):
-        runner.step()
-    runner.sync()
-    after = weights(runner.network)
-    assert all(np.isfinite(array).all() for array in after)
-    moved = sum(not np.array_equal(old, new) for old, new in zip(before, after, strict=True))
-    assert moved > len(after) // 2  # the optimizer reached the network, not one stray layer
-    batch = builder(model).synthetic_batch(model, BATCH, "cpu", model.seed)
-    with torch.no_grad():
-        loss = float(builder(model).loss(runner.network, batch, SMOOTHING))
-    assert math.isfinite(loss) and loss > 0
-
-
-def test_the_runner_counts_samples_tokens_and_parameters(tiny: tuple[ModelConfig, Any]) -> None:
-    model, runner = tiny
-    assert runner.samples_per_step == BATCH
-    if model.spec.tokens_param is None:
-        assert runner.tokens_per_step is None
-    else:
-        streams = 2 if model.workload == "transformer" else 1  # source and target sentences
-        assert runner.tokens_per_step == BATCH * streams * model.param("seq_len")
-    trainable = sum(parameter.numel() for parameter in runner.network.parameters() if parameter.requires_grad)
-    assert runner.parameters == trainable > 0
-
-
-def test_the_runner_counts_training_flops_once_with_flop_counter_mode(tiny: tuple[ModelConfig, Any]) -> None:
-    _, runner = tiny
-    assert runner.train_flops_per_sample is not None and runner.train_flops_per_sample > 0
-    assert runner.flops_note == f"FlopCounterMode, one step (forward and backward) at batch {BATCH}"
-    # A weight that multiplies once a sample costs 6 flops (2 forward, 4 backward); embeddings that are only
-    # looked up cost none: 2 x the parameters is a floor every workload clears (a step not followed counts 0).
-    assert runner.train_flops_per_sample >= 2 * runner.parameters
+# Every workload's tiny runner (samples, tokens, parameters, FLOPs, every layer trained) is the engine contract's,
+# for both frameworks: tests/test_engine_contract.py.
 
 
 @pytest.mark.slow

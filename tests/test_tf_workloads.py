@@ -19,6 +19,7 @@ pytest.importorskip("official")
 import tensorflow as tf
 import tf_keras
 
+from tests.test_workloads import BUILT_PARAMETERS
 from trainbench import workloads
 from trainbench.config import BenchConfig, ModelConfig, TrainConfig
 from trainbench.engines.tf.engine import ENGINE, FlopCountError, op_macs, parameter_count
@@ -194,7 +195,7 @@ def test_full_size_parameters_and_flops():
         network = runners[name].network if name in runners else builder_of(model).build(model)
         counted = parameter_count(network)
         assert abs(counted - published) <= tolerance * published, (name, counted)
-        assert counted == model.spec.parameters["tf"], name  # what `trainbench workloads` shows
+        assert counted == BUILT_PARAMETERS[name]["tf"], name
         if name in runners:
             assert runners[name].parameters == counted
     flops = {name: runner.train_flops_per_sample for name, runner in runners.items()}

@@ -72,10 +72,9 @@ class Workload:
     unsupported: Mapping[str, str] = field(default_factory=dict)  # setting -> why it does not apply
     data: frozenset[str] = frozenset()  # frameworks that read --data for it; the others refuse --data in one line
     untrainable: str | None = None  # why `train` refuses it, when it has no learnable synthetic set (learnable_set)
-    # Trainable parameters at --size full: the published figure, and what each framework's builder makes (held
-    # exactly by the engines' tests, compared across frameworks by tests/test_workloads.py; shown by the command).
+    # Trainable parameters at --size full, as published (what each framework's builder makes is held exactly by the
+    # engines' tests and compared with this by tests/test_workloads.py; 0: none published).
     published_parameters: float = 0.0
-    parameters: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def frameworks(self) -> tuple[str, ...]:

@@ -40,7 +40,6 @@ BERT = register(Workload(
     unsupported={"channels_last": "it has no image tensors"},
     data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): engines/{torch,tf}/record_pipeline.py
     published_parameters=110e6,
-    parameters={"torch": 110_106_428, "tf": 110_106_428},
 ))
 
 

@@ -24,5 +24,4 @@ GPT2 = register(Workload(
     unsupported={"channels_last": "it has no image tensors"},
     data=frozenset({"torch"}),  # converted records (trainbench data text): engines.torch.record_pipeline
     published_parameters=124e6,
-    parameters={"torch": 124_439_808},
 ))

@@ -1,5 +1,5 @@
-"""What each engine declares about its framework (``trainbench.engines.capabilities``), read without importing the
-framework, and the guard that keeps framework knowledge there: no module outside ``trainbench.engines`` compares a
+"""What the harness knows of each framework (``trainbench.frameworks``: plain data, read without importing the
+framework), and the guard that keeps framework knowledge there: no module outside ``trainbench.engines`` compares a
 framework's name to a literal.
 """
 
@@ -14,9 +14,9 @@ import pytest
 
 from trainbench.bench.launch import under_launcher, worker_command
 from trainbench.config import FRAMEWORKS, BenchConfig, LaunchConfig, ModelConfig
-from trainbench.engines.capabilities import TENSORFLOW, TORCH, capabilities_of
 from trainbench.engines.launchers import TORCHRUN, process_place
 from trainbench.errors import UsageError
+from trainbench.frameworks import TENSORFLOW, TORCH, capabilities_of
 from trainbench.profile import markers
 
 SOURCE = Path(__file__).resolve().parents[1] / "source"
@@ -37,7 +37,7 @@ def test_the_records_are_read_without_importing_a_framework() -> None:
     code = ("import sys\n"
             "import trainbench.bench.launch, trainbench.bench.input_bench, trainbench.cli.train_cmd\n"
             "import trainbench.profile.session, trainbench.profile.markers\n"
-            "from trainbench.engines.capabilities import capabilities_of\n"
+            "from trainbench.frameworks import capabilities_of\n"
             "assert all(capabilities_of(name).loaders for name in ('tf', 'torch'))\n"
             "print(sorted(name for name in ('tensorflow', 'torch') if name in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
@@ -65,6 +65,14 @@ def test_torch_launches_several_processes_under_torchrun_and_tensorflow_plainly(
     assert not under_launcher(tf_nodes)
 
 
+def test_the_records_are_plain_data() -> None:
+    """Names and flags only, no functions: what a record names (its launcher) the engines layer resolves, so the
+    record sits below every layer that asks it."""
+    for record in (TENSORFLOW, TORCH):
+        assert all(isinstance(value, str | bool | tuple | type(None)) for value in vars(record).values()), record
+    assert TORCH.launcher == "torchrun" and TENSORFLOW.launcher is None
+
+
 def test_who_drives_which_gpus() -> None:
     assert TENSORFLOW.drives_every_gpu  # MirroredStrategy: one process, every GPU it sees
     assert not TORCH.drives_every_gpu  # one process per GPU, its local rank's
@@ -89,14 +97,9 @@ def test_markers_follow_the_api_the_engine_declares(monkeypatch: pytest.MonkeyPa
 
 # --- the guard: framework names are compared inside trainbench.engines only ---------------------------------------
 
-# Comparisons left outside the engines, as ``ast.unparse`` writes them. Each is a rule between settings (which
-# flags, data and launches a framework accepts), not knowledge of how a framework runs: those rules are to live in
-# one function of config.py. Add nothing here that an engine's capability record could answer instead.
+# Comparisons left outside the engines, as ``ast.unparse`` writes them. Add nothing here that the framework's
+# record (trainbench.frameworks) could answer instead: the settings' rules in config.py ask it.
 SETTINGS_RULES = {
-    ("config.py", "framework != 'torch'"),  # --loader gpu is torch's
-    # TensorFlow: one process per node, no torchrun options (twice), never under torchrun (launch_problem)
-    ("config.py", "framework == 'tf'"),
-    ("data/model_data.py", "model.framework == 'tf'"),  # TensorFlow reads TFRecords only (with_data)
     # Not a framework at all: the tf *profiler*'s output folder, read after the run (profile/framework.py).
     ("profile/framework.py", "self.name == 'tf'"),
 }
@@ -131,7 +134,7 @@ def test_no_module_outside_the_engines_compares_a_framework_name() -> None:
              for line, text in framework_comparisons(path)}
     unexpected = sorted(f"source/trainbench/{path}:{line}: {text}" for path, line, text in found
                         if (path, text) not in SETTINGS_RULES)
-    assert not unexpected, "ask the engine's capability record (trainbench.engines.capabilities) instead:\n" + \
+    assert not unexpected, "ask the engine's capability record (trainbench.frameworks) instead:\n" + \
         "\n".join(unexpected)
     stale = SETTINGS_RULES - {(path, text) for path, _, text in found}
     assert not stale, f"no longer in the code, drop from SETTINGS_RULES: {sorted(stale)}"

@@ -26,9 +26,9 @@ from trainbench.data.synthetic import learnable_examples
 from trainbench.engines import devices as engine_devices
 from trainbench.engines import load_engine
 from trainbench.engines.base import CHECKPOINTS_KEPT, Engine, Span, steps_for, synthetic_split
-from trainbench.engines.capabilities import capabilities_of
 from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.errors import UsageError
+from trainbench.frameworks import capabilities_of
 from trainbench.results.failure import failure_status, is_out_of_memory
 from trainbench.results.records import Status
 

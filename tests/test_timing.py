@@ -10,7 +10,7 @@ import pytest
 from trainbench.bench.timing import run_window
 from trainbench.bench.worker import measure
 from trainbench.config import BenchConfig, ModelConfig
-from trainbench.engines.capabilities import TORCH
+from trainbench.frameworks import TORCH
 
 
 class QueueingRunner:

@@ -21,19 +21,17 @@ from typing import Any, Literal, TypeVar, get_args
 
 from trainbench import workloads
 from trainbench.errors import UsageError
+from trainbench.frameworks import FRAMEWORKS, Framework, Loader, capabilities_of, owner_of
 from trainbench.results.records import unstamped
 from trainbench.workloads.resnet50 import RESNET50
 
-Framework = Literal["tf", "torch"]
 Precision = Literal["fp32", "fp16", "bf16"]
 Device = Literal["auto", "cpu", "cuda"]
 Profiler = Literal["ncu", "nsys", "nvprof", "torch", "tf"]
 # torch.compile's modes: "reduce-overhead" and "max-autotune" replay the compiled step as CUDA graphs.
 CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 OptimizerName = Literal["sgd", "adamw"]
-Loader = Literal["cpu", "gpu"]  # PyTorch with --data: decode and augment in CPU workers, or on the GPU
 
-FRAMEWORKS: tuple[Framework, ...] = get_args(Framework)
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 DEVICES: tuple[Device, ...] = get_args(Device)
 PROFILERS: tuple[Profiler, ...] = get_args(Profiler)
@@ -213,7 +211,6 @@ FRAMEWORK_FLAGS: dict[str, tuple[Framework, str]] = {
     "cuda_graph": ("torch", "TensorFlow compiles its step with --xla"),
     "channels_last": ("torch", "TensorFlow's input is NHWC already"),
 }
-FRAMEWORK_NAMES: dict[str, str] = {"tf": "TensorFlow", "torch": "PyTorch"}
 
 
 def problems(model: ModelConfig, *, device: str | None = None, launch: LaunchConfig | None = None,
@@ -273,7 +270,7 @@ def train_data_problem(model: ModelConfig) -> str | None:
 
 
 def _framework_flag_problems(model: ModelConfig) -> list[str]:
-    return [f"--{flag.replace('_', '-')} is {FRAMEWORK_NAMES[owner]}'s (--framework {owner}); {hint}"
+    return [f"--{flag.replace('_', '-')} is {capabilities_of(owner).title}'s (--framework {owner}); {hint}"
             for flag, (owner, hint) in FRAMEWORK_FLAGS.items()
             if getattr(model, flag) and model.framework != owner]
 
@@ -299,9 +296,8 @@ def step_mode_problem(model: ModelConfig, device: str) -> str | None:
 def launch_problem(model: ModelConfig, launch: LaunchConfig, profiler: str | None = None) -> str | None:
     """Why the step mode or the profiler cannot run under ``launch``'s processes, or None. Judged before anything
     starts: the engine would otherwise find out after the process group, the model and the loaders exist."""
-    framework = model.framework
-    tensorflow = framework == "tf"  # one process per node, never under torchrun
-    under_torchrun = not tensorflow and (launch.distributed or launch.torchrun)
+    launched = capabilities_of(model.framework).launcher == "torchrun"  # else one process per node, never torchrun
+    under_torchrun = launched and (launch.distributed or launch.torchrun)
     if model.cuda_graph and under_torchrun:
         return ("--cuda-graph captures one process's eager step (DDP's all-reduce hooks run between its kernels); "
                 "with --gpus or --torchrun use --compile reduce-overhead")
@@ -331,8 +327,9 @@ def loader_problem(loader: str, framework: str, data: str | None, device: str) -
     check_choice("loader", loader, LOADERS)
     if loader == "cpu":
         return None
-    if framework != "torch":
-        return "--loader gpu is PyTorch's; TensorFlow's input is tf.data on the CPU"
+    if loader not in (capabilities := capabilities_of(framework)).loaders:
+        return (f"--loader {loader} is {owner_of(loader).title}'s; {capabilities.title}'s input is "
+                f"{capabilities.input_pipeline} on the CPU")
     if data is None:
         return "--loader gpu decodes real images: give --data DIR"
     if device == "cpu":
@@ -447,8 +444,8 @@ class LaunchConfig:
 
     def problem_for(self, framework: str) -> str | None:
         """Why ``framework`` cannot run this launch, or None (the command line and campaigns ask the same)."""
-        if framework == "tf" and self.processes_per_node > 1:
-            return "TensorFlow drives every visible GPU from one process (MirroredStrategy)"
+        if (capabilities := capabilities_of(framework)).drives_every_gpu and self.processes_per_node > 1:
+            return f"{capabilities.title} drives every visible GPU from one process ({capabilities.multi_gpu})"
         return None
 
     def rendezvous_problem(self, framework: str) -> str | None:
@@ -456,8 +453,8 @@ class LaunchConfig:
         nodes every node is given them, whatever the framework: Slurm's script passes the same options to all)."""
         if (self.rdzv_endpoint is None and self.rdzv_id is None) or self.nodes > 1:
             return None
-        if framework == "tf":
-            return "--rdzv-endpoint/--rdzv-id: TensorFlow on one node meets no other worker; drop them"
+        if (capabilities := capabilities_of(framework)).launcher != "torchrun":  # its process finds the others itself
+            return f"--rdzv-endpoint/--rdzv-id: {capabilities.title} on one node meets no other worker; drop them"
         if not (self.distributed or self.torchrun):
             return "--rdzv-endpoint/--rdzv-id: used only by a torchrun launch (--gpus or --nodes above 1, or " \
                 "--torchrun); one process here would ignore them"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trainbench.config import BenchConfig
-from trainbench.engines.capabilities import TORCH
+from trainbench.frameworks import TORCH
 
 
 class StandInRunner:

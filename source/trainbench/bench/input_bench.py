@@ -34,8 +34,7 @@ from trainbench.config import (
     loader_problem,
 )
 from trainbench.data.source import TFRECORDS, DataSource, open_source, record_format
-from trainbench.engines.capabilities import capabilities_of
-from trainbench.engines.input_batches import Batches
+from trainbench.engines.input_batches import INPUT_BATCHES, Batches
 from trainbench.errors import UsageError
 
 INPUT_HEADROOM = 1.1
@@ -111,8 +110,8 @@ def measure_input(bench: InputBench) -> dict[str, Any]:
 
 
 def _batches(bench: InputBench, source: DataSource, kind: str, seq_len: int | None) -> Batches:
-    return capabilities_of(bench.framework).input_batches(source, bench.batch_size, bench.image_size, bench.seed,
-                                                          bench.workers, bench.loader, seq_len=seq_len)
+    return INPUT_BATCHES[bench.framework](source, bench.batch_size, bench.image_size, bench.seed, bench.workers,
+                                          bench.loader, seq_len=seq_len)
 
 
 def is_input_bound(input_images_per_sec: float, training_images_per_sec: float) -> bool:

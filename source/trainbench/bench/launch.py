@@ -12,14 +12,14 @@ import os
 import sys
 
 from trainbench.config import BenchConfig, LaunchConfig
-from trainbench.engines.capabilities import capabilities_of
+from trainbench.engines.launchers import launcher_command as engine_launcher
 from trainbench.telemetry.nvml import visible_gpu_count
 
 
 def launcher_command(config: BenchConfig, part: str = "") -> list[str] | None:
     """The engine's command that starts ``config``'s processes (a module name follows), or None for one plain
     process. ``part`` tells apart the launches of one job."""
-    return capabilities_of(config.model.framework).launcher(config.launch, part)
+    return engine_launcher(config.model.framework, config.launch, part)
 
 
 def under_launcher(config: BenchConfig) -> bool:

@@ -31,7 +31,7 @@ from trainbench.bench.work import peak_of, runner_values
 from trainbench.config import BenchConfig, bench_config_from_dict
 from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
-from trainbench.engines.capabilities import capabilities_of
+from trainbench.engines.input_batches import BEFORE_INPUT
 from trainbench.engines.launchers import process_place
 from trainbench.render.console import per_second
 from trainbench.results.failure import failure_status, one_line
@@ -109,7 +109,7 @@ def input_rate(config: BenchConfig) -> float:
     """The input pipeline alone, with the training window's step counts, before the model exists (so its workers
     have the machine to themselves and are gone before training starts): samples/s, in the workload's unit."""
     model = config.model
-    capabilities_of(model.framework).before_input(model)
+    BEFORE_INPUT[model.framework](model)
     params = model.params()
     bench = InputBench(model.framework, str(config.data), config.batch_size, params.get("image_size", 224),
                        max(1, config.warmup_steps), config.steps, seed=model.seed, loader=config.loader,

@@ -32,7 +32,7 @@ from trainbench.config import (
     refuse,
     workload_problems,
 )
-from trainbench.engines.capabilities import capabilities_of
+from trainbench.frameworks import capabilities_of
 from trainbench.render.console import per_second
 
 

@@ -38,7 +38,7 @@ from trainbench.config import (
 )
 from trainbench.engines import load_engine
 from trainbench.engines.base import Engine
-from trainbench.engines.capabilities import capabilities_of
+from trainbench.engines.launchers import launcher_command
 from trainbench.errors import UsageError, os_reason
 from trainbench.results.failure import is_out_of_memory, one_line
 from trainbench.results.files import create_run_dir, write_json_atomic
@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         run_dir = create_run_dir(Path(config.output), f"train_{config.model.framework}_{config.model.precision}")
     _start_record(run_dir, config)
     print(f"run folder: {run_dir}", flush=True)
-    if launcher := capabilities_of(config.model.framework).launcher(config.launch, ""):
+    if launcher := launcher_command(config.model.framework, config.launch):
         status = _launch(launcher, run_dir)
     else:
         status = _train(config, load_engine(config.model.framework), run_dir)

@@ -17,15 +17,17 @@ from trainbench.data.record_kinds import RecordKindSpec, record_kind
 from trainbench.data.shards import MANIFEST
 from trainbench.data.source import DataSource, num_classes, open_source, record_format, tfrecords_only
 from trainbench.errors import UsageError
+from trainbench.frameworks import capabilities_of
 
 
 def with_data(model: ModelConfig, data: str | None) -> ModelConfig:
-    """The model as the data folder has it (see the module); refuses data TensorFlow cannot read. A workload that
+    """The model as the data folder has it (see the module); refuses a folder its framework cannot read
+    (TensorFlow's pipeline reads TFRecord shards only). A workload that
     reads no data is left to config.workload_problems to refuse."""
     if data is None or model.framework not in model.spec.data:
         return model
     source = open_source(data)
-    if model.framework == "tf":
+    if not capabilities_of(model.framework).reads_image_folders:
         tfrecords_only(source)
     return _fitted(model, data, source)
 

@@ -12,7 +12,7 @@ import re
 from typing import Any, NamedTuple, Protocol
 
 from trainbench.config import BenchConfig, TrainConfig
-from trainbench.engines.capabilities import Capabilities
+from trainbench.frameworks import Capabilities
 from trainbench.training.trainer import Trainer
 
 # Complete checkpoints kept in a run's checkpoint folder: the newest ones, older ones deleted after each save.

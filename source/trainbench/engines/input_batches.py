@@ -154,3 +154,9 @@ def torch_batches(source: DataSource, batch_size: int, image_size: int, seed: in
 def _longest(source: DataSource) -> int:
     """The longest sentence of a translation folder (its ``max_length``); 0 for the kinds without one."""
     return record_format(source).settings.get("max_length", 0)
+
+
+# Each framework's pipeline alone and what its process sets up first, by --framework's name: the input benchmark's
+# worker runs them in a process of that framework.
+INPUT_BATCHES: dict[str, InputBatches] = {"tf": tf_batches, "torch": torch_batches}
+BEFORE_INPUT: dict[str, BeforeInput] = {"tf": tf_before_input, "torch": nothing_before_input}

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from trainbench.config import LaunchConfig
+from trainbench.frameworks import LauncherName, capabilities_of
 
 TORCHRUN = "torch.distributed.run"
 
@@ -37,9 +38,15 @@ def torchrun(launch: LaunchConfig, part: str = "") -> list[str] | None:
     return [sys.executable, "-m", TORCHRUN, *torchrun_options(launch, part), "--module"]
 
 
-def no_launcher(launch: LaunchConfig, part: str = "") -> None:
-    """For an engine whose one process per node drives every GPU of it: it is always started plainly."""
-    return None
+def launcher_command(framework: str, launch: LaunchConfig, part: str = "") -> list[str] | None:
+    """The command of ``framework``'s launcher (``Capabilities.launcher``) that runs a module once per process of
+    ``launch``, or None for one plain process (always, for a framework whose one process per node drives every GPU
+    of it: TensorFlow, whose processes across nodes the user's srun starts)."""
+    named = capabilities_of(framework).launcher
+    return None if named is None else _LAUNCHERS[named](launch, part)
+
+
+_LAUNCHERS: dict[LauncherName, Callable[[LaunchConfig, str], list[str] | None]] = {"torchrun": torchrun}
 
 
 class ProcessPlace(NamedTuple):

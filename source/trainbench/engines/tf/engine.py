@@ -56,12 +56,12 @@ from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainCo
 from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
 from trainbench.engines.base import CHECKPOINTS_KEPT, Span, is_decayed, steps_for, synthetic_split
-from trainbench.engines.capabilities import TENSORFLOW
 from trainbench.engines.input_batches import tf_training_dataset
 from trainbench.engines.tf import image_pipeline as tf_pipeline
 from trainbench.engines.tf.distribute import make_strategy, world_record
 from trainbench.engines.tf.workloads import Batch, TfBuilder, builder_of
 from trainbench.errors import UsageError
+from trainbench.frameworks import TENSORFLOW
 from trainbench.training.metrics import top_k_correct
 
 _POLICIES = {"fp32": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}

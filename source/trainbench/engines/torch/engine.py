@@ -39,11 +39,11 @@ from trainbench.config import (
 from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
 from trainbench.engines.base import CHECKPOINTS_KEPT, Span, is_decayed, steps_for, synthetic_split
-from trainbench.engines.capabilities import TORCH
 from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.engines.launchers import process_place
 from trainbench.engines.torch.workloads import TorchBuilder, builder_of, flops
 from trainbench.errors import UsageError
+from trainbench.frameworks import TORCH
 from trainbench.training.metrics import top_k_correct
 
 Batch = tuple[Any, Any]  # (inputs, targets): tensors, or tuples and dicts of them, as the workload's builder makes

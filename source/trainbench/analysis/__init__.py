@@ -1,4 +1,6 @@
-"""Analysis of profiler output: ncu and nvprof CSV readers and the core-utilization computation."""
+"""Analysis of what was measured and profiled: ncu and nvprof CSV readers and the core-utilization computation
+(``coreutil``), nsys and nvprof timelines, the measurements that performance models fit (``measurements``,
+``perf_models``, ``extrap``) and the variability across GPUs and runs."""
 
 from trainbench.analysis.coreutil import (
     CORES,

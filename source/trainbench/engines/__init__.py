@@ -1,4 +1,6 @@
-"""Training engines, one per framework, behind one interface (see ``base``).
+"""Training engines, one per framework, behind one interface (``base``): ``torch/`` and ``tf/`` hold everything
+that imports a framework (engine, builders, input pipelines); the modules here are framework-free (what the
+harness resolves from a framework's record: launchers, input pipelines by name; the shared rules).
 
 Frameworks are imported only when their engine is loaded: TensorFlow alone takes seconds to import.
 """

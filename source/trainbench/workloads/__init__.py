@@ -1,11 +1,11 @@
 """What the suite benchmarks: one descriptor per workload, registered by name, importing no framework.
 
-The bottom layer, just above ``errors`` (``results`` reads the descriptors): a descriptor says what a workload is
-(category, what one sample is, its shape settings and sizes, which frameworks implement it and with which reference
-implementation) so that the command line, campaigns and the report can ask about it without loading TensorFlow or
-torch. Names are registered once
-(a second registration is an error, as tf-models' ``registry.register`` refuses one) and looked up by name (an
-unknown name is a one-line UsageError listing the known ones, as timm's ``create_model`` refuses one).
+A bottom layer, just above ``errors`` and ``frameworks`` (``results`` reads the descriptors): a descriptor says
+what a workload is (category, what one sample is, its record kind, its shape settings and sizes, which frameworks
+implement it and with which reference implementation) so that the command line, campaigns and the report can ask
+about it without loading TensorFlow or torch. Names are registered once (a second registration is an error, as
+tf-models' ``registry.register`` refuses one) and looked up by name (an unknown name is a one-line UsageError
+listing the known ones, as timm's ``create_model`` refuses one).
 
 Descriptors register themselves when this package is imported, from the explicit list at the bottom: a module
 that is not listed is not a workload, instead of a scan that would skip a broken one in silence. Workloads from

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Protocol
 
-from trainbench.engines.capabilities import MarkersApi
+from trainbench.frameworks import MarkersApi
 
 
 class Markers(Protocol):

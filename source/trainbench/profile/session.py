@@ -8,8 +8,8 @@ from pathlib import Path
 from trainbench.bench.stats import samples_per_sec
 from trainbench.config import FRAMEWORK_PROFILERS, BenchConfig, ProfileConfig, profiler_problem
 from trainbench.engines.base import StepRunner
-from trainbench.engines.capabilities import capabilities_of
 from trainbench.errors import UsageError
+from trainbench.frameworks import capabilities_of
 from trainbench.profile.framework import TfProfilerHooks, TorchProfilerHooks
 from trainbench.profile.markers import markers_for
 from trainbench.profile.window import CaptureHooks, WindowHooks, WindowRecorder, profile_window

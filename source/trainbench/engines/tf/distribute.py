@@ -3,7 +3,7 @@ MultiWorkerMirroredStrategy over several processes (one per node) that TF_CONFIG
 
 Kept apart from the network and the training step (``trainbench.engines.tf.engine``), which only ask for the
 strategy a model configuration trains under (``make_strategy``) and for env.json's record of it. Nothing here
-touches Keras, so importing this module before tf_engine sets TF_USE_LEGACY_KERAS changes nothing.
+touches Keras, so importing this module before engines/tf/engine.py sets TF_USE_LEGACY_KERAS changes nothing.
 """
 
 from __future__ import annotations

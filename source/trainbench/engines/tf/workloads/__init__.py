@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-# As in tf_engine: the official model code must reach tf_keras (Keras 2), not Keras 3, so this is set before
+# As in engines/tf/engine.py: the official model code must reach tf_keras (Keras 2), not Keras 3, so this is set before
 # TensorFlow is first imported by any builder module.
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 

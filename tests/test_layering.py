@@ -119,3 +119,19 @@ def test_data_imports_no_framework() -> None:
     assert len(modules) > 20
     assert framework_imports(modules) == []
     assert framework_imports(sorted((PACKAGE / "engines" / "torch").rglob("*.py")))  # the scan sees a real one
+
+
+def name_literals(modules: list[Path], name: str) -> list[str]:
+    """``path:line`` of every string constant that is exactly ``name`` (a docstring mentioning it is no literal)."""
+    return [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in modules
+            for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.Constant) and node.value == name]
+
+
+def test_no_module_but_its_own_names_the_first_workload() -> None:
+    """The harness asks a workload's descriptor (its record kind, learnable set, pipelines), never its name: the
+    name is written in its descriptor, its builders and the one default (workloads.DEFAULT) only."""
+    own = {"workloads/resnet50.py", "engines/torch/workloads/resnet50.py", "engines/tf/workloads/resnet50.py"}
+    found = name_literals(sorted(PACKAGE.rglob("*.py")), "resnet50")
+    outside = [place for place in found if place.split(":")[0] not in own]
+    assert [place.split(":")[0] for place in outside] == ["workloads/__init__.py"], outside  # workloads.DEFAULT

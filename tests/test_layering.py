@@ -16,8 +16,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "source" / "trainbench"
 
 # Bottom first. Each name is a sub-package or a top-level module of trainbench.
 LAYERS = (
-    "errors", "frameworks", "workloads", "results", "config", "telemetry", "render", "data", "analysis", "training", "engines",
-    "bench", "profile", "campaign", "report", "cli", "demo", "__main__",
+    "errors", "frameworks", "workloads", "results", "config", "telemetry", "render", "data", "analysis", "training",
+    "engines", "bench", "profile", "campaign", "report", "cli", "demo", "__main__",
 )
 RANK = {name: rank for rank, name in enumerate(LAYERS)}
 

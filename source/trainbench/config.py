@@ -23,6 +23,7 @@ from trainbench import workloads
 from trainbench.errors import UsageError
 from trainbench.frameworks import FRAMEWORKS, Framework, Loader, capabilities_of, owner_of
 from trainbench.results.records import unstamped
+from trainbench.workloads import settings as shape_settings
 from trainbench.workloads.resnet50 import RESNET50
 
 Precision = Literal["fp32", "fp16", "bf16"]
@@ -190,10 +191,9 @@ class ModelConfig:
 
 
 # The shape settings a ModelConfig can carry (the union of the registered workloads' params), and their names in
-# messages. A workload's descriptor says which apply to it.
-PARAM_FIELDS: tuple[str, ...] = ("image_size", "num_classes", "seq_len")
-PARAM_NAMES: dict[str, str] = {"image_size": "image size", "num_classes": "number of classes",
-                               "seq_len": "sequence length"}
+# messages: declared once in workloads.settings. A workload's descriptor says which apply to it.
+PARAM_FIELDS: tuple[str, ...] = shape_settings.NAMES
+PARAM_NAMES: dict[str, str] = {setting.name: setting.words for setting in shape_settings.SETTINGS}
 
 
 def uses_cuda_graphs(model: ModelConfig) -> bool:

@@ -29,9 +29,13 @@ from trainbench.results import fields
 from trainbench.results.header import WORKLOAD, RunHeader
 from trainbench.results.layout import ENV, NSYS_TIMELINE, PROFILE, SUMMARY, batch_file, in_unfinished_run
 from trainbench.results.records import BatchResult, RunSummary, Status, is_measurement
+from trainbench.results.run_settings import recorded_at, settings_as_run
 from trainbench.results.store import read_summary
+from trainbench.workloads.settings import MODELLED
 
-PARAMETERS: tuple[str, ...] = ("batch_size", "gpus", "image_size", "seq_len")
+# The model's parameters: the batch size, the processes, and the shape settings a model may fit over (declared in
+# workloads.settings).
+PARAMETERS: tuple[str, ...] = ("batch_size", "gpus", *MODELLED)
 # metric -> its unit, for tables and plots: the step time per timed window, the result fields a model may fit
 # (``results.fields``: samples_per_sec per timed window, energy and power once per batch size) and nsys' GPU time
 # per step (step ranges) or per step of one kernel.
@@ -63,7 +67,7 @@ def summary_files(folders: list[Path]) -> list[Path]:
 # nodes is gpus), where its processes met or its profiler wrote its trace, and how many windows took the values
 # (each window is a value of its own).
 # The workload's shape settings are parameters too (``params.*``), and what one sample costs follows from them.
-NOT_SETTINGS = frozenset({"image_size", "seq_len", "params.image_size", "params.seq_len", "parameters",
+NOT_SETTINGS = frozenset({*MODELLED, *(f"params.{name}" for name in MODELLED), "parameters",
                           "train_flops_per_sample", "flops_note", "launch.processes_per_node", "launch.nodes",
                           "launch.rdzv_endpoint", "launch.rdzv_id", "window.trace_dir", "windows"})
 NOT_RECORDED = "not recorded"
@@ -149,16 +153,11 @@ def _gpus(header: dict[str, Any], result: BatchResult, where: str) -> int:
         _whole(launch.get("nodes", 1), "launch.nodes")
 
 
-def _image_size(header: dict[str, Any]) -> int | None:
-    size = RunHeader.read(header).image_size
-    return None if size is None else _whole(size, "image_size")
-
-
-def _seq_len(header: dict[str, Any]) -> int | None:
-    """The run's sequence length as run (format 4's ``params``), None for a workload without one."""
-    params = RunHeader.read(header).params or {}
-    length = params.get("seq_len")
-    return None if length is None else _whole(length, "params.seq_len")
+def _shape_parameters(header: dict[str, Any]) -> dict[str, int | None]:
+    """The shape settings a model fits over, as run (``results.run_settings.settings_as_run``); None for a workload
+    without one (a sequence length on ResNet-50)."""
+    found = settings_as_run(header)
+    return {name: None if found[name] is None else _whole(found[name], recorded_at(name)) for name in MODELLED}
 
 
 def _throughput_values(result: BatchResult, gpus: int, where: str) -> Iterator[tuple[str, str, float]]:
@@ -236,7 +235,7 @@ def _rows(path: Path, summary: RunSummary, left_out: list[str]) -> Iterator[dict
             continue
         where = f"results[{index}]"
         try:
-            gpus, image_size, seq_len = _gpus(header, result, where), _image_size(header), _seq_len(header)
+            gpus, shapes = _gpus(header, result, where), _shape_parameters(header)
             values = (_timeline_values(path, result) if path.name == PROFILE
                       else list(_throughput_values(result, gpus, where)))
         except _LeftOut as problem:
@@ -244,7 +243,7 @@ def _rows(path: Path, summary: RunSummary, left_out: list[str]) -> Iterator[dict
             continue
         for region, metric, value in values:
             yield {"config": label, "settings": settings, "region": region, "batch_size": result.batch_size,
-                   "gpus": gpus, "image_size": image_size, "seq_len": seq_len, "metric": metric, "value": value,
+                   "gpus": gpus, **shapes, "metric": metric, "value": value,
                    "source": str(path)}
 
 

@@ -30,15 +30,18 @@ from trainbench.results.records import BatchResult
 from trainbench.results.run_settings import differing
 from trainbench.results.significance import compare_results
 from trainbench.results.store import read_summary
+from trainbench.workloads import settings as shape_settings
 
 RATE = fields.SAMPLES_PER_SEC  # what is compared; each window's own in WINDOWS
 WINDOWS = fields.WINDOW_SAMPLES_PER_SEC
 COLUMNS = ["batch_size", f"{RATE}_a", f"{RATE}_b", "change_pct", "change_low_pct", "change_high_pct", "p_value",
            "significant", "windows_a", "windows_b", "verdict",
            f"{fields.TOKENS_PER_SEC}_a", f"{fields.TOKENS_PER_SEC}_b", f"{fields.MFU}_a", f"{fields.MFU}_b"]
-# summary.json's header fields that change what is measured; "model" is compared field by field.
-SETTINGS = ("workload", "framework", "precision", "image_size", "device", "data", "warmup_steps", "timed_steps",
-            "sync_every_step")
+# summary.json's header fields that change what is measured (with the shape settings the header repeats at its top
+# level: workloads.settings); "model" is compared field by field.
+SETTINGS = ("workload", "framework", "precision",
+            *(setting.name for setting in shape_settings.SETTINGS if setting.in_header), "device", "data",
+            "warmup_steps", "timed_steps", "sync_every_step")
 Difference = tuple[str, Any, Any]  # (setting, A's value, B's value)
 
 

@@ -26,6 +26,7 @@ from trainbench.config import (
     MAX_IMAGE_SIZE,
     MAX_WORKERS,
     MIN_IMAGE_SIZE,
+    PARAM_FIELDS,
     ModelConfig,
     field_default,
     model_config_from,
@@ -34,6 +35,7 @@ from trainbench.config import (
 )
 from trainbench.frameworks import capabilities_of
 from trainbench.render.console import per_second
+from trainbench.workloads.settings import named, shape_words
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -49,10 +51,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_choice_option(parser, "--workload", workloads.names(), field_default(ModelConfig, "workload"),
                       "whose input to read (only workloads that read --data have an input pipeline)")
     add_choice_option(parser, "--size", workloads.SIZES, field_default(ModelConfig, "size"))
-    parser.add_argument("--seq-len", type=POSITIVE, metavar="N",
+    seq_len, image_size = named("seq_len"), named("image_size")  # InputBench's own two: text and image pipelines
+    parser.add_argument(seq_len.option, type=POSITIVE, metavar=seq_len.metavar,
                         help="text: tokens per sequence (default: the data's; translation pairs are padded to it)")
-    batch_size, warmup, steps, image_size = (field_default(InputBench, name)
-                                             for name in ("batch_size", "warmup", "steps", "image_size"))
+    batch_size, warmup, steps, image_default = (field_default(InputBench, name)
+                                                for name in ("batch_size", "warmup", "steps", image_size.name))
     parser.add_argument("--batch-size", type=whole_number(1, MAX_BATCH_SIZE), default=batch_size, metavar="N",
                         help=f"images per batch (default {batch_size})")
     parser.add_argument("--warmup", type=NON_NEGATIVE, default=warmup, metavar="N",
@@ -61,9 +64,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=whole_number(0, MAX_WORKERS), default=field_default(InputBench, "workers"),
                         metavar="N",
                         help="torch: DataLoader worker processes; tf: tf.data threads (default: all cores)")
-    parser.add_argument("--image-size", type=whole_number(MIN_IMAGE_SIZE, MAX_IMAGE_SIZE), metavar="PX",
-                        help=f"square output size of image workloads (default {image_size}); refused for the others, "
-                             "as throughput and train refuse it")
+    parser.add_argument(image_size.option, type=whole_number(MIN_IMAGE_SIZE, MAX_IMAGE_SIZE),
+                        metavar=image_size.metavar, help=f"square output size of image workloads (default "
+                        f"{image_default}); refused for the others, as throughput and train refuse it")
     parser.add_argument("--seed", type=SEED, default=field_default(InputBench, "seed"))
     add_loader_option(parser)
     parser.set_defaults(run=run)
@@ -73,7 +76,7 @@ def workload_problem(args: argparse.Namespace) -> ModelConfig:
     """The workload's refusals, in one line, before the folder is looked at: one without an input pipeline (it runs
     on synthetic data only), a framework it lacks, a shape setting it does not have. Returns its model."""
     model = model_config_from({"framework": args.framework, "workload": args.workload, "size": args.size,
-                               "seq_len": args.seq_len, "image_size": args.image_size, "device": "cpu"})
+                               **{name: getattr(args, name, None) for name in PARAM_FIELDS}, "device": "cpu"})
     refuse([problem for problem in workload_problems(model, args.data) if problem])
     return model
 
@@ -98,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     choice_of_loaders = len(capabilities_of(bench.framework).loaders) > 1  # TensorFlow has tf.data only
     loader = f", {bench.loader} loader" if choice_of_loaders else ""
     unit = workloads.get(bench.workload).sample_unit
-    shape = f"{bench.image_size} px" if "image_size" in result else f"{result.get('seq_len')} tokens"
+    shape = " ".join(shape_words(result, "amount"))  # "64 px", "128 tokens": the result holds the one it had
     tokens = f", {result['tokens_per_sec']:.0f} tokens/s" if "tokens_per_sec" in result else ""
     print(f"input pipeline ({bench.framework}{loader}, {workers}, batch {bench.batch_size}, {shape}): "
           f"{result['samples_per_sec']:.1f} {per_second(unit)}{tokens} ({result['samples']} {unit}s in "

@@ -20,11 +20,8 @@ from trainbench.config import (
     LOADERS,
     MAX_BATCH_SIZE,
     MAX_COUNT,
-    MAX_IMAGE_SIZE,
-    MAX_NUM_CLASSES,
     MAX_PROCESSES,
     MAX_SEED,
-    MIN_IMAGE_SIZE,
     PRECISIONS,
     BenchConfig,
     LaunchConfig,
@@ -43,6 +40,7 @@ from trainbench.data.model_data import with_data
 from trainbench.data.source import open_source
 from trainbench.engines.devices import resolve_device_here
 from trainbench.errors import UsageError
+from trainbench.workloads import settings as shape_settings
 
 # --- option types: every number and list is checked where it is parsed, so the error names the option ---------
 # argparse turns an ArgumentTypeError into "argument --steps: <message>". The bounds are config.py's checks, the
@@ -199,26 +197,18 @@ def _param_help(name: str) -> str:
     return f"default: {', '.join(defaults)}; refused by the other workloads"
 
 
-def _param_bounds(name: str) -> tuple[int, int]:
-    """The widest bounds any workload gives a shape setting: the option's type checks these, the workload's own
-    narrower ones are ModelConfig's to check (with the workload named)."""
-    found = [w.params[name] for w in workloads.all_workloads() if name in w.params]
-    return min(p.minimum for p in found), max(p.maximum for p in found)
-
-
 def add_workload_options(parser: argparse.ArgumentParser) -> None:
-    """What is trained: the workload, its size and its shape settings (None: the workload's default at its size;
-    a setting the workload does not have is refused by ModelConfig, in one line)."""
+    """What is trained: the workload, its size and its shape settings, one option each as ``workloads.settings``
+    declares them (None: the workload's default at its size, or with --data the data's classes: see with_data; a
+    setting the workload does not have is refused by ModelConfig, in one line)."""
     add_choice_option(parser, "--workload", workloads.names(), field_default(ModelConfig, "workload"),
                       "what to train (trainbench workloads lists them)")
     add_choice_option(parser, "--size", workloads.SIZES, field_default(ModelConfig, "size"),
                       "the published network, or a small one of the same structure for CPU tests")
-    parser.add_argument("--image-size", type=whole_number(MIN_IMAGE_SIZE, MAX_IMAGE_SIZE), metavar="PX",
-                        help=f"square input size ({_param_help('image_size')})")
-    parser.add_argument("--num-classes", type=whole_number(2, MAX_NUM_CLASSES),  # None: see with_data
-                        help=f"classifier outputs (with --data: the data's classes; {_param_help('num_classes')})")
-    parser.add_argument("--seq-len", type=whole_number(*_param_bounds("seq_len")), metavar="N",
-                        help=f"tokens per sequence ({_param_help('seq_len')})")
+    for setting in shape_settings.SETTINGS:
+        note = f"{setting.option_note}; " if setting.option_note else ""
+        parser.add_argument(setting.option, type=whole_number(*shape_settings.checked_bounds(setting.name)),
+                            metavar=setting.metavar, help=f"{setting.option_help} ({note}{_param_help(setting.name)})")
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:

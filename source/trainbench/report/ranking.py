@@ -31,13 +31,16 @@ from trainbench.report.found import Campaign, ReportData, RunRecord
 from trainbench.results import fields
 from trainbench.results.header import WORKLOAD, RunHeader
 from trainbench.results.records import Status
-from trainbench.results.run_settings import Pair, one_setting_pairs, pairs_by_difference
+from trainbench.results.run_settings import Pair, one_setting_pairs, pairs_by_difference, settings_as_run
 from trainbench.results.significance import Verdict, compare_rates, window_rates
 from trainbench.results.trust import trust_flags, window_spread, worst_of
+from trainbench.workloads.settings import SHAPES
 
-# The settings a row names, in the order the page shows them; workload is the group, never a setting.
-SETTINGS = ("framework", "precision", "device", "size", "image_size", "seq_len", "data", "compile", "cuda_graph",
-            "xla", "channels_last", "gpus", "gpu", "batch_size")
+# The settings a row names, in the order the page shows them; workload is the group, never a setting. Of the
+# declared shape settings (workloads.settings), the shapes: another one (num_classes) is a setting where a
+# campaign varies it, as its own axis.
+SETTINGS = ("framework", "precision", "device", "size", *SHAPES, "data", "compile", "cuda_graph", "xla",
+            "channels_last", "gpus", "gpu", "batch_size")
 SYNTHETIC = "synthetic"
 WINDOWS, REPETITIONS = "windows", "repetitions"
 ADVICE = {WINDOWS: "--windows 3", REPETITIONS: "a matrix with repeats: 3"}  # how to get enough samples
@@ -89,9 +92,9 @@ def settings_of(header: Mapping[str, Any], gpu: str | None = None) -> dict[str, 
     data = read.data or SYNTHETIC
     compiled = model.get("compile")
     world = _count(launch.get("processes_per_node")) * _count(launch.get("nodes"))
+    shapes = settings_as_run(read)
     return {"framework": read.framework, "precision": read.precision, "device": read.device, "size": read.size,
-            "image_size": read.image_size, "seq_len": (read.params or {}).get("seq_len"),
-            "data": data if data == SYNTHETIC else Path(str(data)).name,
+            **{name: shapes[name] for name in SHAPES}, "data": data if data == SYNTHETIC else Path(str(data)).name,
             "compile": (model.get("compile_mode") or "default") if compiled else compiled,
             "cuda_graph": model.get("cuda_graph"), "xla": model.get("xla"), "channels_last": model.get("channels_last"),
             "gpus": world, "gpu": gpu if read.device not in (None, "cpu") else None}
@@ -145,7 +148,7 @@ def _from_axes(row: Mapping[str, Any]) -> dict[str, Any]:
     data, compiled = _plain(row.get("data")) or SYNTHETIC, _plain(row.get("compile"))
     return {"framework": _plain(row.get("framework")), "precision": _plain(row.get("precision")),
             "device": _plain(row.get("device")), "size": _plain(row.get("size")),
-            "image_size": _plain(row.get("image_size")), "seq_len": _plain(row.get("seq_len")),
+            **{name: _plain(row.get(name)) for name in SHAPES},
             "data": data if data == SYNTHETIC else Path(str(data)).name,
             "compile": "default" if compiled is True else compiled,
             "cuda_graph": _plain(row.get("cuda_graph")), "xla": _plain(row.get("xla")),
@@ -239,7 +242,7 @@ def settings(row: Mapping[str, Any], names: Sequence[str]) -> dict[str, Any]:
 
 # What decides what a sample is: rows that differ in one of these measure different work and are never ranked
 # against each other (a tiny BERT at 8 tokens is not "94 x" a full one at 512).
-SPACE = ("workload", "size", "image_size", "seq_len", "device")
+SPACE = ("workload", "size", *SHAPES, "device")
 
 
 def _space(row: Mapping[str, Any]) -> tuple[str, ...]:

@@ -1,4 +1,7 @@
-"""What two measured settings differ in, and which pairs differ in exactly one setting.
+"""A run's shape settings as run, what two measured settings differ in, and which pairs differ in exactly one.
+
+``settings_as_run`` answers what a run's shape settings were (``workloads.settings`` declares them), read from its
+header the one way every reader reads them; ``workloads.settings.shape_words`` says them in words.
 
 A change measured between two runs is a change of that one setting only when everything else is the same: the report
 and ``trainbench compare`` compare such pairs and mark the others. A setting is a flat name -> value mapping (the
@@ -14,9 +17,27 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trainbench.results.header import RunHeader
+from trainbench.workloads import settings as shape_settings
+
 ORDERED = ("batch_size",)  # settings with an order: a pair is two neighbours, not every two values
 _VERSION_WORDS = ("version", "cuda", "cudnn")  # a setting with one of these in its name is read as a version
 _DOTTED = re.compile(r"^v?(\d+(?:\.\d+)*)")
+
+
+def settings_as_run(header: Mapping[str, Any] | RunHeader) -> dict[str, Any]:
+    """Each declared shape setting as the run recorded it (None: not recorded, or the workload has none), in
+    declaration order, taken as the file holds it: one the header repeats at its top level from there (an older
+    profile's from inside its ``model``, as ``RunHeader`` reads it), the others from its ``params``."""
+    read = header if isinstance(header, RunHeader) else RunHeader.read(header)
+    params = read.params or {}
+    return {setting.name: getattr(read, setting.name) if setting.in_header else params.get(setting.name)
+            for setting in shape_settings.SETTINGS}
+
+
+def recorded_at(name: str) -> str:
+    """Where a run's header records a shape setting, for messages: ``image_size``, ``params.seq_len``."""
+    return name if shape_settings.named(name).in_header else f"params.{name}"
 
 
 def version_parts(name: str, value: Any) -> tuple[int, ...] | None:

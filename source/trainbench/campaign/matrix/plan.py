@@ -24,6 +24,8 @@ from trainbench.campaign.matrix.values import (
     Settings,
 )
 from trainbench.results.layout import UNFINISHED_MARKERS  # never in a config string (see _data_token)
+from trainbench.workloads import settings as shape_settings
+from trainbench.workloads.settings import SHAPES
 
 
 @dataclass(frozen=True)
@@ -83,9 +85,12 @@ def _token(axis: str, value: Any) -> str:
         return f"compile_{value.replace('-', '_')}"
     if axis == "loader":
         return f"loader_{value}"
-    prefixes = {"image_size": "img", "seq_len": "seq", "num_classes": "cls", "seed": "seed", "gpus": "gpus",
-                "nodes": "nodes"}
-    return f"{prefixes.get(axis, '')}{value}"
+    return f"{_PREFIXES.get(axis, '')}{value}"
+
+
+# A number's token starts with its axis: the shape settings' declared prefixes ("img64"), the others' own names.
+_PREFIXES = {**{setting.name: setting.prefix for setting in shape_settings.SETTINGS}, "seed": "seed", "gpus": "gpus",
+             "nodes": "nodes"}
 
 
 def _data_token(path: str) -> str:
@@ -98,9 +103,8 @@ def _data_token(path: str) -> str:
     return f"data_{digest}" if any(marker in token for marker in UNFINISHED_MARKERS) else token
 
 
-# Shown in every config string: the framework and precision, and the workload's shape settings as run.
+# Shown in every config string: the framework and precision, and the workload's shape settings as run (SHAPES).
 ALWAYS = ("framework", "precision")
-SHAPES = ("image_size", "seq_len")
 
 
 def config_string(matrix: Matrix, values: Mapping[str, Any]) -> str:

@@ -6,6 +6,7 @@ Where config.py has the check, a configuration is built with just that field so 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from trainbench import workloads
 from trainbench.config import (
     COMPILE_MODES,
     LOADERS,
+    PARAM_FIELDS,
     PROFILERS,
     BenchConfig,
     ModelConfig,
@@ -29,6 +31,7 @@ from trainbench.config import (
 )
 from trainbench.data.source import DataSource, open_source
 from trainbench.errors import UsageError, printable_line
+from trainbench.workloads.settings import SHAPES, checked_bounds
 
 SYNTHETIC = "synthetic"
 NO_PROFILER = "none"
@@ -114,14 +117,22 @@ def _size(value: Any) -> str:
     return value
 
 
-def _seq_len(value: Any) -> int:
-    """Within the widest bounds of the workloads that have a sequence length; ModelConfig checks the workload's
+def _widest(name: str) -> Parser:
+    """Within the widest bounds of the workloads that have the shape setting; ModelConfig checks the workload's
     own (an experiment it refuses is dropped by the legality filter, with its reason)."""
-    bounds = [w.params["seq_len"] for w in workloads.all_workloads() if "seq_len" in w.params]
-    problem = int_problem(value, min(b.minimum for b in bounds), max(b.maximum for b in bounds))
-    if problem is not None:
-        raise UsageError(problem)
-    return value
+    def parse(value: Any) -> int:
+        problem = int_problem(value, *checked_bounds(name))
+        if problem is not None:
+            raise UsageError(problem)
+        return value
+
+    return parse
+
+
+def _shape_setting(name: str) -> Parser:
+    """A shape setting's parser: where the default workload has the setting, ModelConfig's own check and message
+    (its bounds: ``workloads.settings.checked_bounds``, as the command line's option), else the widest bounds."""
+    return _model_field(name) if name in workloads.get(workloads.DEFAULT).params else _widest(name)
 
 
 def _loader(value: Any) -> str:
@@ -178,16 +189,16 @@ def _clock_control(value: Any) -> str:
 
 # --- the axes and the settings ---------------------------------------------------------------------------------
 
-# The known axes in config-string order; their defaults are the suite's.
+# The known axes in config-string order; their defaults are the suite's. The workload's shape settings
+# (``workloads.settings``) come after its size, the others after the device.
 AXES: dict[str, Parser] = {
     "workload": _workload,
     "framework": _model_field("framework"),
     "precision": _model_field("precision"),
     "size": _size,
-    "image_size": _model_field("image_size"),
-    "seq_len": _seq_len,
+    **{name: _shape_setting(name) for name in SHAPES},
     "device": _model_field("device"),
-    "num_classes": _model_field("num_classes"),
+    **{name: _shape_setting(name) for name in PARAM_FIELDS if name not in SHAPES},
     "data": _data,
     "xla": _flag,
     "compile": _compile,
@@ -200,10 +211,9 @@ AXES: dict[str, Parser] = {
     "nodes": _count,
     "batch_size": _batch_size,
 }
+_MODEL_FIELDS = frozenset(item.name for item in dataclasses.fields(ModelConfig))
 AXIS_DEFAULTS: dict[str, Any] = {
-    **{name: field_default(ModelConfig, name) for name in ("workload", "framework", "precision", "size",
-                                                           "image_size", "seq_len", "device", "num_classes", "xla",
-                                                           "compile", "cuda_graph", "channels_last", "seed")},
+    **{name: field_default(ModelConfig, name) for name in AXES if name in _MODEL_FIELDS},
     "loader": field_default(BenchConfig, "loader"),
     "data": SYNTHETIC,
     "profiler": NO_PROFILER,

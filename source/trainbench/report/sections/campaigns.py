@@ -23,6 +23,7 @@ from trainbench.report.sections.common import (
     rows_table,
     words_table,
 )
+from trainbench.workloads.settings import SHAPES, shape_words
 
 
 def _summary_lines(summary: pd.DataFrame) -> dict[str, tuple[list[dict[str, Any]], str]]:
@@ -73,11 +74,11 @@ def _config_workloads(table: pd.DataFrame) -> dict[str, tuple[str, str, str]]:
     """Each configuration's workload, sample unit and sample shape ("64 px", "seq_len 128" where the matrix varies
     it, else ""), as its runs recorded them (results.csv's columns)."""
     known = table.dropna(subset=["workload"]).drop_duplicates("config")
-    shapes = [(name, "{} px" if name == "image_size" else "seq_len {}") for name in ("image_size", "seq_len")
-              if name in known.columns]
+    shapes = [name for name in SHAPES if name in known.columns]
     found = {}
     for row in known.to_dict("records"):
-        shape = next((text.format(_whole_text(row[name])) for name, text in shapes if not missing(row[name])), "")
+        words = shape_words({name: _whole_text(row[name]) for name in shapes if not missing(row[name])})
+        shape = words[0] if words else ""
         unit = row["sample_unit"]
         found[str(row["config"])] = (str(row["workload"]), "sample" if missing(unit) else str(unit), shape)
     return found

@@ -17,6 +17,8 @@ from trainbench.render.readable import header, shown
 from trainbench.report.found import Campaign, Profile, ReportData, RunRecord
 from trainbench.results.header import WORKLOAD, RunHeader
 from trainbench.results.records import Status
+from trainbench.results.run_settings import settings_as_run
+from trainbench.workloads.settings import shape_words
 
 TOP_KERNELS = 10  # rows of a top-kernel table
 FIGURE_WIDTH = 10.0  # inches: the page's figures, with their legend beside the axes
@@ -31,10 +33,7 @@ def run_label(run: RunRecord) -> str:
     parts += [header.framework, header.precision, f"on {header.device}"]
     if header.size not in (None, "full"):
         parts.append(str(header.size))
-    if header.image_size:
-        parts.append(f"{header.image_size}px")
-    if (header.params or {}).get("seq_len"):
-        parts.append(f"seq_len {(header.params or {})['seq_len']}")
+    parts += shape_words({name: value for name, value in settings_as_run(header).items() if value}, "label")
     parts.append("synthetic data" if data == "synthetic" else f"data {Path(str(data)).name}")
     if header.profiling is not None:
         parts.insert(0, f"{header.profiling.profiler} profile:")

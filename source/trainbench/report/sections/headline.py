@@ -14,6 +14,7 @@ from trainbench.render.page import Section, cell_text, heading, paragraph, table
 from trainbench.report.found import ReportData
 from trainbench.report.ranking import SPACE, Headline, headlines, ranking, setting_names, varying
 from trainbench.report.sections.settings import described, phrase, rows_of, title_of, unit_header
+from trainbench.workloads.settings import shape_words
 
 NAMED = ("framework", "precision", "batch_size")  # always in a headline's description of a setting
 
@@ -32,7 +33,7 @@ def _rate(value: float) -> str:
 
 def _headline_title(line: Headline) -> str:
     """"tiny BERT-base at seq_len 32 on cpu": the network by its size, the sample's shape, the device."""
-    shape = " ".join(part for name in ("image_size", "seq_len") if (part := phrase(name, line.best.get(name))))
+    shape = " ".join(shape_words(line.best))
     return (f"{workload_title(line.workload, line.best.get('size'))}{f' at {shape}' if shape else ''} on "
             f"{line.device or 'an unrecorded device'}")
 

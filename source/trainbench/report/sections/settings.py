@@ -11,10 +11,14 @@ import pandas as pd
 from trainbench.render.console import per_second
 from trainbench.report.found import ReportData
 from trainbench.report.ranking import SYNTHETIC, measured_rows
+from trainbench.workloads import settings as shape_settings
+from trainbench.workloads.settings import SHAPES
 
-# Column headers of the settings (a campaign's own axes: their names)
+# Column headers of the settings (a campaign's own axes: their names). The shape settings are the ranking's own
+# (``ranking.SETTINGS``), headed by their declared words; another declared setting (num_classes) reaches a table
+# only as a campaign's own axis, by its name.
 TITLES = {"framework": "framework", "precision": "precision", "device": "device", "size": "size",
-          "image_size": "image size", "seq_len": "sequence length", "data": "data", "compile": "torch.compile",
+          **{name: shape_settings.named(name).words for name in SHAPES}, "data": "data", "compile": "torch.compile",
           "cuda_graph": "CUDA graph", "xla": "XLA", "channels_last": "channels last", "gpus": "processes",
           "gpu": "GPU", "batch_size": "batch size"}
 
@@ -31,8 +35,9 @@ def phrase(name: str, value: Any) -> str:
     """One setting as words: "batch 32", "on cpu", "synthetic data", "no XLA"; "" when not recorded."""
     if value is None:
         return ""
-    words = {"device": lambda: f"on {value}", "size": lambda: f"{value} size", "image_size": lambda: f"{value} px",
-             "seq_len": lambda: f"seq_len {value}", "batch_size": lambda: f"batch {value}",
+    if name in shape_settings.NAMES:  # "64 px", "seq_len 128": as declared
+        return shape_settings.named(name).text(value)
+    words = {"device": lambda: f"on {value}", "size": lambda: f"{value} size", "batch_size": lambda: f"batch {value}",
              "data": lambda: "synthetic data" if value == SYNTHETIC else f"data {value}",
              "compile": lambda: "no compile" if value is False else f"compile {value}",
              "cuda_graph": lambda: _switch(value, "CUDA graph"), "xla": lambda: _switch(value, "XLA"),

@@ -24,7 +24,9 @@ from trainbench.report.sections.common import (
 from trainbench.results import fields
 from trainbench.results.header import RunHeader, Timing
 from trainbench.results.records import Status
+from trainbench.results.run_settings import settings_as_run
 from trainbench.telemetry.schema import telemetry_values
+from trainbench.workloads.settings import SHAPES, named, shape_words
 
 
 def throughput_columns() -> tuple[str, ...]:
@@ -39,11 +41,8 @@ _TRUST = ("checks",)  # the page's own column: the trust flags (readable.with_tr
 def shape_of(run: RunRecord) -> str:
     """What one sample is the size of: "224 px", "seq_len 128", or "" (a rate depends on it as much as on the
     framework: runs of different shapes never share a figure's axis)."""
-    header = RunHeader.read(run.header)
-    if header.image_size:
-        return f"{header.image_size} px"
-    seq_len = (header.params or {}).get("seq_len")
-    return f"seq_len {seq_len}" if seq_len else ""
+    words = shape_words({name: value for name, value in settings_as_run(run.header).items() if value})
+    return words[0] if words else ""
 
 
 def by_workload_and_shape(runs: Sequence[RunRecord]) -> dict[tuple[str, str | None, str], list[RunRecord]]:
@@ -93,10 +92,10 @@ def throughput_section(data: ReportData) -> Section:
                        "draws; the median, min and max of the windows' own samples/s (--windows) show the spread, "
                        "and so do CV (%: the windows' standard deviation / mean x 100) and spread (%: (fastest - "
                        "slowest) / median x 100); checks: windows shorter than 5 s or more than 10 % apart. Step "
-                       "times are in milliseconds, over every timed step. One figure per workload and image size or "
-                       "sequence length. Failed batch sizes are shaded, with their reasons under Failed batch sizes; "
-                       "an invalid result (a rate or time that is no measurement) is shaded too and left out of the "
-                       "figure; its run is not compared.", "note"),
+                       "times are in milliseconds, over every timed step. One figure per workload and "
+                       f"{' or '.join(named(name).words for name in SHAPES)}. Failed batch sizes are shaded, with "
+                       "their reasons under Failed batch sizes; an invalid result (a rate or time that is no "
+                       "measurement) is shaded too and left out of the figure; its run is not compared.", "note"),
              throughput_figure(data.runs)]
     for run in data.runs:
         header = RunHeader.read(run.header)

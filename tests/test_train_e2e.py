@@ -39,7 +39,7 @@ def test_train_then_resume_extends_the_same_run(tmp_path: Path, framework: str) 
     assert [row["epoch"] for row in rows] == [1, 2]
     for row in rows:
         assert 0.0 <= row["eval_top1"] <= row["eval_top5"] <= 1.0
-        assert row["eval_examples"] == 16 and row["train_images_per_sec"] > 0
+        assert row["eval_examples"] == 16 and row["train_samples_per_sec"] > 0
 
     shortened = run_main("train", "--resume", str(run_dir), "--epochs", "1")  # would rewrite the run's own plan
     assert_one_line_error(shortened, "--epochs 1", "already trains for 2 epochs")

@@ -67,7 +67,7 @@ from trainbench.results.records import RecordError, is_measurement, unstamped
 from trainbench.results.run_settings import differing
 from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import DEFAULT_OUTLIER_THRESHOLD, TELEMETRY_DIR, VARIABILITY_FILE
-from trainbench.training.loop import FAILURES_FILE, METRICS_FILE
+from trainbench.training.loop import FAILURES_FILE, METRICS_FILE, upgraded_metrics
 
 MAX_NAMES = 10_000  # report-1.html... tried before giving up
 # Values the page draws that the results model does not check itself (the windows' spread around images/s).
@@ -234,7 +234,7 @@ def read_variability(path: Path) -> Variability:
 
 # metrics.jsonl's values: (name, what it must be); a loss may be NaN or infinite (a training that diverged)
 _LOSSES, _FRACTIONS = ("train_loss", "eval_loss"), ("eval_top1", "eval_top5")
-_RATES = ("train_images_per_sec", "train_s", "learning_rate_end")
+_RATES = ("train_samples_per_sec", "train_s", "learning_rate_end")
 
 
 def _epoch_problem(row: dict[str, Any]) -> str | None:
@@ -269,6 +269,7 @@ def read_training(path: Path) -> Training:
         if row is None:
             left_out.append(f"{path}: line {number}: not a JSON object")
             continue
+        row = upgraded_metrics(row)
         if problem := _epoch_problem(row):
             invalid[len(epochs)] = f"{path}: line {number}: {problem}"
         epochs.append(row)

@@ -20,6 +20,16 @@ CHECKPOINTS = "checkpoints"
 FAILURES_FILE = FAILURES  # why a run stopped early (an allocation failure): one line per stop, kept
 
 
+# metrics.jsonl's keys as first written: the rate counted the workload's samples under an image name.
+RENAMED_METRICS = {"train_images_per_sec": "train_samples_per_sec"}
+
+
+def upgraded_metrics(row: dict[str, Any]) -> dict[str, Any]:
+    """An epoch's row as written today: an older row's keys renamed (``RENAMED_METRICS``), its values as they were."""
+    return {RENAMED_METRICS.get(key, key) if RENAMED_METRICS.get(key, key) not in row else key: value
+            for key, value in row.items()}
+
+
 def append_metrics(run_dir: Path, row: dict[str, Any]) -> None:
     """One JSON line per epoch, flushed to disk so a crash loses at most the epoch in progress."""
     append_json_line(run_dir / METRICS_FILE, row)
@@ -76,8 +86,7 @@ def _one_epoch(config: TrainConfig, trainer: Trainer, epoch: int, log: Callable[
     return {
         "epoch": epoch + 1,
         "train_loss": loss,
-        # Samples (the workload's: images, sequences) per second; the key keeps its first name for older readers.
-        "train_images_per_sec": steps * trainer.global_batch / train_s,
+        "train_samples_per_sec": steps * trainer.global_batch / train_s,  # the workload's samples: images, sequences
         "train_s": train_s,
         "eval_loss": evaluation["loss"],
         "eval_top1": evaluation["top1"],

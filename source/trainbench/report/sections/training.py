@@ -11,7 +11,7 @@ from trainbench.render.page import Section, figure_image, heading, paragraph
 from trainbench.report.found import ReportData, Training
 from trainbench.report.sections.common import absent, left_out_note, rows_table
 
-_CURVES = ("epoch", "train_loss", "eval_loss", "eval_top1", "eval_top5", "train_images_per_sec", "train_s",
+_CURVES = ("epoch", "train_loss", "eval_loss", "eval_top1", "eval_top5", "train_samples_per_sec", "train_s",
            "learning_rate_end")
 
 

@@ -50,6 +50,8 @@ def test_the_record_kind_decides_the_pipeline_and_the_learnable_set() -> None:
     assert [w.name for w in workloads.all_workloads() if w.image_input] == ["resnet50"]
     assert [w.name for w in workloads.all_workloads() if w.trains_on_data] == ["resnet50"]
     assert [workloads.reader_of(w.record_kind).name for w in workloads.all_workloads()] == list(workloads.names())
+    with pytest.raises(UsageError, match=r"^no workload reads parquet records$"):
+        workloads.reader_of("parquet")
     assert workloads.get("retinanet").train_problem() is not None and workloads.get("bert").train_problem() is None
     boxes = dataclasses.replace(workloads.get("retinanet"), untrainable=None)  # no set to learn from: still refused
     assert "no learnable synthetic set" in str(boxes.train_problem())

@@ -33,7 +33,7 @@ from trainbench.config import (
     int_problem,
     loader_problem,
 )
-from trainbench.data.source import TFRECORDS, DataSource, open_source, record_format
+from trainbench.data.source import DataSource, open_source, record_format
 from trainbench.engines.input_batches import INPUT_BATCHES, Batches
 from trainbench.errors import UsageError
 
@@ -76,7 +76,7 @@ class InputBench:
 def measure_input(bench: InputBench) -> dict[str, Any]:
     """Samples/s (for ImageNet: images/s) of the training pipeline alone, with the figures it is computed from."""
     source = open_source(bench.data)
-    record = record_format(source) if source.kind == TFRECORDS else None
+    record = record_format(source) if source.is_tfrecords else None
     seq_len = bench.seq_len or (record.settings.get("seq_len", record.settings.get("max_length")) if record else None)
     batches = _batches(bench, source, "imagenet" if record is None else record.kind, seq_len)
     taken = 0

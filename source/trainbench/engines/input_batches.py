@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from trainbench import workloads
 from trainbench.config import ModelConfig
-from trainbench.data.source import TFRECORDS, DataSource, RecordFormat, record_format, tfrecords_only
+from trainbench.data.source import DataSource, RecordFormat, record_format, tfrecords_only
 from trainbench.engines.launchers import process_place
 from trainbench.errors import UsageError
 
@@ -119,7 +119,7 @@ def torch_batches(source: DataSource, batch_size: int, image_size: int, seed: in
     from trainbench.engines.torch import image_pipeline as torch_pipeline
     from trainbench.engines.torch import record_pipeline as torch_records
 
-    fmt = record_format(source) if source.kind == TFRECORDS else None  # None: an image folder tree
+    fmt = record_format(source) if source.is_tfrecords else None  # None: an image folder tree
     if fmt is not None and not workloads.reader_of(fmt.kind).image_input:
         kind = fmt.kind
         if loader != "cpu":

@@ -140,6 +140,7 @@ class Workload:
 
 
 _WORKLOADS: dict[str, Workload] = {}
+_READERS: dict[str, str] = {}  # record kind -> the first workload registered that reads it
 # What a command runs when no --workload is named, and the workload of every result file written before the header
 # named one (results.header reads such files as this).
 DEFAULT = "resnet50"
@@ -149,6 +150,7 @@ def register(workload: Workload) -> Workload:
     if workload.name in _WORKLOADS:
         raise ValueError(f"workload {workload.name!r} registered twice")
     _WORKLOADS[workload.name] = workload
+    _READERS.setdefault(workload.record_kind, workload.name)
     return workload
 
 
@@ -190,7 +192,9 @@ def reader_of(record_kind: str) -> Workload:
     """The first registered workload reading ``record_kind`` with --data (the input benchmark measures a folder's
     pipeline as it feeds that workload): a built-in one before any added later."""
     _import_plugins()
-    return next(workload for workload in _WORKLOADS.values() if workload.record_kind == record_kind)
+    if record_kind not in _READERS:
+        raise UsageError(f"no workload reads {record_kind} records")
+    return _WORKLOADS[_READERS[record_kind]]
 
 
 # The registered workloads, listed explicitly.

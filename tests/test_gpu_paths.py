@@ -21,7 +21,7 @@ from tests.standins.engine import StandInEngine
 from tests.standins.nvml import pynvml as standin_nvml
 from trainbench.bench import worker
 from trainbench.config import BenchConfig, LaunchConfig, ModelConfig, problems
-from trainbench.data.source import IMAGE_FOLDER
+from trainbench.data.source import IMAGE_FOLDER, DataSource
 from trainbench.engines import input_batches
 from trainbench.engines.torch import engine as torch_engine
 from trainbench.engines.torch import gpu_image_pipeline as gpu_pipeline
@@ -140,8 +140,8 @@ def test_the_gpu_input_bench_decodes_on_its_local_ranks_gpu(monkeypatch: pytest.
             calls.append(("close", None))
 
     monkeypatch.setattr(gpu_pipeline, "batches", Batches)
-    source = types.SimpleNamespace(kind=IMAGE_FOLDER)
-    batches = input_batches.torch_batches(source, 2, 32, 0, 0, "gpu")  # type: ignore[arg-type]
+    source = DataSource(Path("/images"), IMAGE_FOLDER, (Path("/images"),), ())
+    batches = input_batches.torch_batches(source, 2, 32, 0, 0, "gpu")
     assert next(batches) == "batch"
     batches.close()
     assert calls == [("set_device", "cuda:3"), ("batches", "cuda:3"), ("close", None), ("empty_cache", None)]

@@ -44,6 +44,12 @@ H100 = "NVIDIA H100 80GB HBM3"  # NVML's name of the SXM part
     ("NVIDIA A100 80GB PCIe", "fp32", 156.0),
     ("Tesla V100-SXM2-16GB", "fp32", 15.7),  # no TF32: the CUDA cores' fp32
     ("Tesla V100-SXM2-32GB", "fp16", 125.0),
+    ("Tesla V100-PCIE-16GB", "fp16", 112.0),
+    ("Tesla V100S-PCIE-32GB", "fp16", 130.0),  # a part of its own, not the V100 PCIe (FIDELITY.md bug 6)
+    ("Tesla V100S-PCIE-32GB", "fp32", 16.4),
+    ("NVIDIA B200", "bf16", 2250.0),
+    ("NVIDIA B200", "fp16", 2250.0),  # fp16 runs at the bf16 rate
+    ("NVIDIA GB200", "bf16", 2500.0),  # not the HGX B200's figure
 ])
 def test_a_gpu_is_matched_on_its_nvml_name(name: str, precision: str, tflops: float) -> None:
     peak = peak_flops([name], precision)

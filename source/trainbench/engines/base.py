@@ -30,8 +30,8 @@ class StepRunner(Protocol):
     # the step is not prepared ahead (TensorFlow traces in the warm-up, which no window holds either).
     compile_s: float | None
     parameters: int  # trainable parameters of the network, counted from the built model
-    # Floating-point operations of one training step per sample (forward, backward, update), counted from the
-    # model outside every window; None when it could not be counted (the reason in flops_note).
+    # Floating-point operations of one training step per sample (forward and backward; not the update), counted
+    # from the model outside every window; None when it could not be counted (the reason in flops_note).
     train_flops_per_sample: float | None
     flops_note: str  # how train_flops_per_sample was counted (FlopCounterMode, TF profiler, analytic), or why not
 

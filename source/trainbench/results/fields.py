@@ -159,7 +159,8 @@ FIELDS: tuple[Field, ...] = (
           measured=True, console="tokens/s", modelled=True),
     Field("parameters", "", FLAT, Merge.LEAD, Group.WORK, "trainable parameters of the network as built"),
     Field("train_flops_per_sample", "FLOP", FLAT, Merge.LEAD, Group.WORK,
-          "floating-point operations of one training step (forward, backward, update) per sample", measured=True),
+          "floating-point operations of one training step's forward and backward passes per sample (the optimizer "
+          "update, a few per parameter, is not counted)", measured=True),
     Field("flops_note", "", RUN, Merge.JOIN, Group.WORK, "how train_flops_per_sample was counted, or why not"),
     Field("achieved_flops", "FLOP/s", FLAT, Merge.WORLD, Group.WORK, "samples_per_sec x train_flops_per_sample",
           measured=True, console="TFLOP/s", modelled=True),

@@ -49,13 +49,20 @@ PEAKS: tuple[GpuPeaks, ...] = (
     GpuPeaks("A100", r"a100", {"bf16": 312.0, "fp16": 312.0, "tf32": 156.0, "fp32": 19.5}, _A100),
     GpuPeaks("V100 SXM2", r"v100.*sxm", {"fp16": 125.0, "fp32": 15.7},
              "NVIDIA Tesla V100 datasheet (SXM2; no bf16, no TF32: fp32 is the CUDA cores')"),
-    GpuPeaks("V100 PCIe", r"v100.*pcie", {"fp16": 112.0, "fp32": 14.0},
+    # "Tesla V100S-PCIE-32GB" is a part of its own (higher clocks): matched before, and never as, the V100 PCIe.
+    GpuPeaks("V100S PCIe", r"v100s.*pcie", {"fp16": 130.0, "fp32": 16.4},
+             "NVIDIA V100S datasheet (PCIe; no bf16, no TF32: fp32 is the CUDA cores')"),
+    GpuPeaks("V100 PCIe", r"v100(?!s).*pcie", {"fp16": 112.0, "fp32": 14.0},
              "NVIDIA Tesla V100 datasheet (PCIe; no bf16, no TF32: fp32 is the CUDA cores')"),
     GpuPeaks("L4", r"\bl4\b", {"bf16": 121.0, "fp16": 121.0, "tf32": 60.0, "fp32": 30.3},
              "NVIDIA L4 datasheet (dense)"),
     GpuPeaks("L40S", r"l40s", {"bf16": 362.0, "fp16": 362.0, "tf32": 183.0, "fp32": 91.6},
              "NVIDIA L40S datasheet (dense)"),
-    GpuPeaks("B200", r"b200", {"bf16": 2250.0}, "NVIDIA HGX B200 datasheet (per GPU, dense bf16)"),
+    # The GB200's GPU ("NVIDIA GB200") runs faster than the HGX B200's: matched before, and never as, the B200.
+    GpuPeaks("GB200", r"gb200", {"bf16": 2500.0, "fp16": 2500.0},
+             "NVIDIA GB200 NVL72 datasheet (per GPU, dense: half the 5 PFLOPS sparse bf16/fp16)"),
+    GpuPeaks("B200", r"(?<!g)b200", {"bf16": 2250.0, "fp16": 2250.0},
+             "NVIDIA HGX B200 datasheet (per GPU, dense: half the 4.5 PFLOPS sparse bf16/fp16)"),
 )
 
 

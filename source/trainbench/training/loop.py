@@ -26,8 +26,11 @@ RENAMED_METRICS = {"train_images_per_sec": "train_samples_per_sec"}
 
 def upgraded_metrics(row: dict[str, Any]) -> dict[str, Any]:
     """An epoch's row as written today: an older row's keys renamed (``RENAMED_METRICS``), its values as they were."""
-    return {RENAMED_METRICS.get(key, key) if RENAMED_METRICS.get(key, key) not in row else key: value
-            for key, value in row.items()}
+    upgraded = dict(row)
+    for old, new in RENAMED_METRICS.items():
+        if old in upgraded and new not in upgraded:
+            upgraded[new] = upgraded.pop(old)
+    return upgraded
 
 
 def append_metrics(run_dir: Path, row: dict[str, Any]) -> None:

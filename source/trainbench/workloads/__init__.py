@@ -156,12 +156,17 @@ def register(workload: Workload) -> Workload:
 
 PLUGINS_VARIABLE = "TRAINBENCH_WORKLOADS"
 _imported_plugins: set[str] = set()
+_plugins_seen = ""  # the variable's value once every module it names was imported: a lookup then does nothing more
 
 
 def _import_plugins() -> None:
     """Import the modules ``TRAINBENCH_WORKLOADS`` names that are not imported yet (read at every lookup: a process
     that sets it later, as a test does, still sees them); each registers its workloads."""
-    for name in (part.strip() for part in os.environ.get(PLUGINS_VARIABLE, "").split(",")):
+    global _plugins_seen
+    value = os.environ.get(PLUGINS_VARIABLE, "")
+    if value == _plugins_seen:
+        return
+    for name in (part.strip() for part in value.split(",")):
         if not name or name in _imported_plugins:
             continue
         try:
@@ -170,6 +175,7 @@ def _import_plugins() -> None:
             raise UsageError(f"{PLUGINS_VARIABLE}: cannot import {name!r} ({error}); each name must be a module "
                              "on PYTHONPATH that registers workloads") from None
         _imported_plugins.add(name)
+    _plugins_seen = value
 
 
 def get(name: str) -> Workload:

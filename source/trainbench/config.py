@@ -17,7 +17,7 @@ import math
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar, get_args
+from typing import Any, Literal, TypeVar, cast, get_args
 
 from trainbench import workloads
 from trainbench.errors import UsageError
@@ -31,7 +31,10 @@ Device = Literal["auto", "cpu", "cuda"]
 Profiler = Literal["ncu", "nsys", "nvprof", "torch", "tf"]
 # torch.compile's modes: "reduce-overhead" and "max-autotune" replay the compiled step as CUDA graphs.
 CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
-OptimizerName = Literal["sgd", "adamw"]
+OptimizerName = Literal["sgd", "adam", "adamw"]
+# fp32's matrix products and convolutions: "highest" keeps them fp32; "high" lets them run in TF32 where the GPU has it
+# (TensorFlow's default, not PyTorch's): set explicitly in both engines, so a comparison holds the arithmetic equal.
+MatmulPrecision = Literal["highest", "high"]
 
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 DEVICES: tuple[Device, ...] = get_args(Device)
@@ -39,6 +42,7 @@ PROFILERS: tuple[Profiler, ...] = get_args(Profiler)
 COMPILE_MODES: tuple[CompileMode, ...] = get_args(CompileMode)
 LOADERS: tuple[Loader, ...] = get_args(Loader)
 OPTIMIZERS: tuple[OptimizerName, ...] = get_args(OptimizerName)
+MATMUL_PRECISIONS: tuple[MatmulPrecision, ...] = get_args(MatmulPrecision)
 GPU_PROFILERS: tuple[Profiler, ...] = ("ncu", "nsys", "nvprof")  # run the worker under them; profile GPU kernels
 FRAMEWORK_PROFILERS: tuple[Profiler, ...] = ("torch", "tf")  # the framework's own profiler: that framework only
 
@@ -156,12 +160,16 @@ class ModelConfig:
     cuda_graph: bool = False  # PyTorch: capture the whole eager step (forward, backward, update) as one CUDA graph
     channels_last: bool = False  # PyTorch: NHWC memory layout
     seed: int = 0
+    # fp32 products: true fp32 by default, so fp32 means fp32 in both frameworks and MFU is measured against the
+    # fp32 peak; "high" (TF32) is what TensorFlow and NVIDIA's containers run unless told otherwise.
+    matmul_precision: MatmulPrecision = "highest"
 
     def __post_init__(self) -> None:
         check_choice("framework", self.framework, FRAMEWORKS)
         check_choice("precision", self.precision, PRECISIONS)
         check_choice("device", self.device, DEVICES)
         check_choice("compile mode", self.compile_mode, COMPILE_MODES)
+        check_choice("matmul precision", self.matmul_precision, MATMUL_PRECISIONS)
         check_choice("workload", self.workload, workloads.names())
         workload = workloads.get(self.workload)
         check_choice("size", self.size, tuple(workload.sizes))
@@ -361,14 +369,16 @@ def model_config_from(values: Mapping[str, Any]) -> ModelConfig:
 
 @dataclass(frozen=True)
 class OptimizerConfig:
-    """SGD with momentum, as the original suite trained ResNet-50; or AdamW (decoupled weight decay), as the
-    language models' references train (BERT does not learn its masked tokens under SGD at any stable rate)."""
+    """SGD with momentum, as the original suite trained ResNet-50; Adam, as the Transformer's references; or AdamW
+    (decoupled weight decay), as the language models' references train (BERT does not learn its masked tokens under
+    SGD at any stable rate). Timed runs take the workload's reference (``reference``)."""
 
     name: OptimizerName = "sgd"
-    momentum: float = 0.9  # SGD's; AdamW keeps its usual betas (0.9, 0.999)
-    base_learning_rate: float = 0.1  # per 256 images; scaled linearly with the global batch
-    weight_decay: float = 1e-4
+    momentum: float = 0.9  # SGD's
+    base_learning_rate: float = 0.1  # per 256 samples; scaled linearly with the global batch
+    weight_decay: float = 1e-4  # Adam's is L2 in the gradient, AdamW's decoupled, SGD's L2
     label_smoothing: float = 0.0
+    beta2: float = 0.999  # Adam's and AdamW's second-moment decay (beta1: 0.9)
 
     def __post_init__(self) -> None:
         check_choice("optimizer", self.name, OPTIMIZERS)
@@ -376,9 +386,30 @@ class OptimizerConfig:
         check("learning rate", float_problem(self.base_learning_rate, 0.0, above=True))
         check("weight decay", float_problem(self.weight_decay, 0.0))
         check("label smoothing", float_problem(self.label_smoothing, 0.0, 1.0, below=True))
+        check("beta2", float_problem(self.beta2, 0.0, 1.0, below=True))
 
     def learning_rate(self, global_batch: int) -> float:
         return self.base_learning_rate * global_batch / 256
+
+    @classmethod
+    def reference(cls, workload: str, name: str | None = None) -> OptimizerConfig:
+        """The workload's reference optimizer (its descriptor's), or ``name`` in its place: the reference's settings
+        when it names the reference's optimizer, else that optimizer's usual ones (``OTHER_OPTIMIZERS``) with the
+        reference's label smoothing (a property of the task's loss, not of the optimizer)."""
+        reference = workloads.get(workload).optimizer
+        if name is None or name == reference.name:
+            return cls(name=choice("optimizer", reference.name, OPTIMIZERS), momentum=reference.momentum,
+                       base_learning_rate=reference.base_learning_rate, weight_decay=reference.weight_decay,
+                       label_smoothing=reference.label_smoothing, beta2=reference.beta2)
+        learning_rate, weight_decay = OTHER_OPTIMIZERS[choice("optimizer", name, OPTIMIZERS)]
+        return cls(name=name, base_learning_rate=learning_rate, weight_decay=weight_decay,
+                   label_smoothing=reference.label_smoothing)
+
+
+# An optimizer chosen in place of the workload's reference: (learning rate per 256 samples, weight decay), the values
+# PyTorch and tf_keras document as their defaults (SGD: the original suite's). Only the step's cost is compared then;
+# none of these is tuned for any one workload.
+OTHER_OPTIMIZERS: dict[str, tuple[float, float]] = {"sgd": (0.1, 1e-4), "adam": (1e-3, 0.0), "adamw": (1e-3, 0.01)}
 
 
 @dataclass(frozen=True)
@@ -471,7 +502,8 @@ class BenchConfig:
 
     model: ModelConfig
     batch_size: int
-    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    # None: the workload's reference optimizer (OptimizerConfig.reference), set when built: never None once built.
+    optimizer: OptimizerConfig = cast(OptimizerConfig, None)
     warmup_steps: int = 10
     steps: int = 50
     data: str | None = None  # None: synthetic batches generated on the device
@@ -483,6 +515,8 @@ class BenchConfig:
     launch: LaunchConfig = field(default_factory=LaunchConfig)  # batch_size is per process (per GPU)
 
     def __post_init__(self) -> None:
+        if self.optimizer is None:
+            object.__setattr__(self, "optimizer", OptimizerConfig.reference(self.model.workload))
         check("batch size", int_problem(self.batch_size, 1, MAX_BATCH_SIZE))
         check("warm-up steps", int_problem(self.warmup_steps, 0))
         check("timed steps", int_problem(self.steps))

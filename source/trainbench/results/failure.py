@@ -55,8 +55,15 @@ def is_out_of_memory(error: BaseException) -> bool:
     return any(_is_oom_type(link) or says_out_of_memory(str(link)) for link in _chain(error))
 
 
+class DivergedError(Exception):
+    """A timed step's loss was not finite, or fp16's loss scaler skipped a timed step: the window timed steps that
+    did not train (a skipped update is cheaper), so its rate is no result."""
+
+
 def failure_status(error: BaseException) -> Status:
     """The status recorded for a batch size that raised ``error``."""
+    if isinstance(error, DivergedError):
+        return Status.DIVERGED
     return Status.OOM if is_out_of_memory(error) else Status.ERROR
 
 

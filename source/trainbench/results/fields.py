@@ -58,6 +58,8 @@ class Group(StrEnum):
     PROFILE = "profile"  # a profiled window's record
     WORK = "work"  # what one sample costs (parameters, FLOPs), tokens/s, and the FLOP/s and MFU they give
     LOAD = "load"  # other work on the machine during the timed windows (bench.machine_load)
+    STEP = "step"  # how the training step ran: its arithmetic, optimizer, attention kernel and image layout
+    MEMORY = "memory"  # what the step holds in memory: the peak over the timed windows and its breakdown
 
 
 JSON, CSV, TABLE, PROFILE = Where.SUMMARY_JSON, Where.SUMMARY_CSV, Where.RESULTS_CSV, Where.PROFILE_JSON
@@ -88,6 +90,10 @@ class Field:
 
 def _rate(name: str, where: tuple[Where, ...], group: Group, doc: str, console: str = "") -> Field:
     return Field(name, "samples/s", where, Merge.WORLD, group, doc, measured=True, console=console)
+
+
+def _bytes(name: str, merge: Merge, doc: str, console: str = "") -> Field:
+    return Field(name, "B", FLAT, merge, Group.MEMORY, doc, measured=True, console=console)
 
 
 def _seconds(name: str, merge: Merge, doc: str, console: str = "", where: tuple[Where, ...] = FLAT) -> Field:
@@ -184,6 +190,37 @@ FIELDS: tuple[Field, ...] = (
           "time less the process's own CPU time, over the window's wall time", measured=True),
     Field("load_average", "", FLAT, Merge.MAX, Group.LOAD,
           "the machine's 1-minute load average read at a window's end (the highest)"),
+    # How the step ran (format 5): what a comparison across frameworks or GPUs must hold equal, as the engine set it.
+    Field("matmul_precision", "", FLAT, Merge.LEAD, Group.STEP,
+          "fp32 matrix products and convolutions, set explicitly in both frameworks: highest (true fp32) or high "
+          "(TF32 where the GPU has it); bf16/fp16 autocast runs its products in that precision either way",
+          console="matmul"),
+    Field("optimizer", "", FLAT, Merge.LEAD, Group.STEP,
+          "the optimizer the step updates with, and its implementation: \"adamw (torch, fused)\"",
+          console="optimizer"),
+    Field("attention_kernel", "", FLAT, Merge.LEAD, Group.STEP,
+          "the attention kernel the step ran (PyTorch's scaled_dot_product_attention backend: flash, "
+          "memory-efficient, cudnn, math); None: no attention, or a framework that cannot tell (see memory_note)"),
+    Field("image_layout", "", FLAT, Merge.LEAD, Group.STEP,
+          "image workloads: the layout the network's convolutions ran in (NCHW, NHWC); None: no images"),
+    # Memory (format 5): the peak is the framework allocator's on a GPU, the worker's resident set on the CPU
+    # (peak_memory_kind says which); the breakdown is measured once per batch size, outside every window.
+    _bytes("peak_memory_bytes", Merge.MAX, "the highest memory in use during the timed windows (the fullest rank's)",
+           console="peak memory MiB"),
+    Field("peak_memory_kind", "", FLAT, Merge.JOIN, Group.MEMORY,
+          "what peak_memory_bytes measures: torch.cuda.max_memory_allocated, TensorFlow's get_memory_info peak, or "
+          "the worker's peak resident set (VmHWM) on the CPU"),
+    _bytes("memory_parameters_bytes", Merge.LEAD, "the trainable parameters' storage (fp32 master weights: 4 B each)"),
+    _bytes("memory_gradients_bytes", Merge.LEAD, "the gradients one step leaves (one per trainable parameter)"),
+    _bytes("memory_optimizer_bytes", Merge.LEAD,
+           "every tensor the optimizer holds: its per-parameter state and its step counters"),
+    _bytes("memory_activations_bytes", Merge.LEAD,
+           "what the forward pass keeps for the backward pass (the saved tensors, parameters left out), measured on "
+           "one step; None where the framework cannot tell (memory_note)"),
+    _bytes("optimizer_state_bytes", Merge.LEAD,
+           "the optimizer's per-parameter state alone: momentum (SGD: 4 B per fp32 parameter), Adam's two moments "
+           "(8 B per parameter)"),
+    Field("memory_note", "", FLAT, Merge.JOIN, Group.MEMORY, "why a memory value is None, or how it was measured"),
 )
 
 BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}

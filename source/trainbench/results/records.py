@@ -18,7 +18,7 @@ from typing import Any
 from trainbench.results import fields
 from trainbench.results.derived import derived_problem
 
-FORMAT = 4  # the version of every JSON object the suite writes (its "format" field); files without one are 1
+FORMAT = 5  # the version of every JSON object the suite writes (its "format" field); files without one are 1
 FORMAT_KEY = "format"
 RESULTS_KEY = "results"
 
@@ -30,6 +30,7 @@ class Status(StrEnum):
     OOM = "oom"  # the batch did not fit in memory (host or device): a finding, not a fault
     ERROR = "error"  # anything else: a crash, a timeout, a profiler refusing
     INTERRUPTED = "interrupted"  # Ctrl-C or SIGTERM while it ran
+    DIVERGED = "diverged"  # a timed step's loss was not finite, or fp16's loss scaler skipped a timed step
     INVALID = "invalid"  # set by readers only: an ok result holding a rate or time that no run measures
 
 

@@ -54,6 +54,25 @@ class Size:
 
 
 @dataclass(frozen=True)
+class ReferenceOptimizer:
+    """The optimizer a workload's reference trains with: what ``throughput``, ``profile``, ``variability`` and
+    campaigns time by default, so a step is the reference's step (the update is bandwidth-bound: SGD's momentum reads
+    and writes 3 values a parameter, AdamW's 4, and leaving it out flatters GPUs of low bandwidth)."""
+
+    name: str  # one of config.OPTIMIZERS: "sgd", "adam", "adamw"
+    base_learning_rate: float  # per 256 samples, scaled linearly with the global batch (config.OptimizerConfig)
+    weight_decay: float  # on matrices, kernels and embeddings only (engines.base.is_decayed)
+    label_smoothing: float = 0.0  # the classifier's cross-entropy target smoothing, where the reference smooths
+    momentum: float = 0.9  # SGD's
+    beta2: float = 0.999  # Adam's and AdamW's second-moment decay (beta1 is 0.9 in every reference here)
+    source: str = ""  # whose recipe the numbers are
+
+
+# The original suite's ResNet-50 step: SGD with momentum 0.9, 0.1 per 256 images, weight decay 1e-4.
+SGD_REFERENCE = ReferenceOptimizer("sgd", 0.1, 1e-4)
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str  # the registry key: what a user types, and summary.json's "workload"
     title: str  # "ResNet-50": titles of plots and report sections
@@ -67,14 +86,16 @@ class Workload:
     # descriptor never loads a framework.
     builders: Mapping[str, str] = field(default_factory=dict)
     refused: Mapping[str, str] = field(default_factory=dict)  # framework -> why it has no builder (one line)
-    tokens_param: str | None = None  # the param whose value is tokens per sample (seq_len); None: no tokens/s
-    token_streams: int = 1  # sequences per sample that tokens/s counts (translation: source and target)
+    # The param whose value is the tokens per sample that tokens/s counts (seq_len: a translation pair counts its
+    # target tokens, the wps of fairseq and NVIDIA's references); None: no tokens/s.
+    tokens_param: str | None = None
     unsupported: Mapping[str, str] = field(default_factory=dict)  # setting -> why it does not apply
     data: frozenset[str] = frozenset()  # frameworks that read --data for it; the others refuse --data in one line
     untrainable: str | None = None  # why `train` refuses it, when it has no learnable synthetic set (learnable_set)
     # Trainable parameters at --size full, as published (what each framework's builder makes is held exactly by the
     # engines' tests and compared with this by tests/test_workloads.py; 0: none published).
     published_parameters: float = 0.0
+    optimizer: ReferenceOptimizer = SGD_REFERENCE  # the reference's optimizer: the default of every timed run
 
     @property
     def frameworks(self) -> tuple[str, ...]:
@@ -121,7 +142,7 @@ class Workload:
         """Tokens one sample holds, for tokens/s; None for a workload without tokens."""
         if self.tokens_param is None:
             return None
-        return params[self.tokens_param] * self.token_streams
+        return params[self.tokens_param]
 
     def train_problem(self) -> str | None:
         """Why end-to-end training refuses this workload, in one line; None when it trains."""

@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from trainbench.workloads import Param, Size, Workload, register
+from trainbench.workloads import Param, ReferenceOptimizer, Size, Workload, register
 
 # Masked positions per sequence: 15 % of the tokens, as BERT's pre-training data (max_predictions_per_seq 20 at 128).
 MASKED_FRACTION = 0.15
@@ -40,6 +40,9 @@ BERT = register(Workload(
     unsupported={"channels_last": "it has no image tensors"},
     data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): engines/{torch,tf}/record_pipeline.py
     published_parameters=110e6,
+    optimizer=ReferenceOptimizer("adamw", 1e-4, 0.01,
+                                 source="tf-models-official's BERT pre-training: AdamW, 1e-4 at batch 256, weight "
+                                        "decay 0.01 (not on LayerNorm and biases)"),
 ))
 
 

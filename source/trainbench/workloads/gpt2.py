@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainbench.workloads import Param, Size, Workload, register
+from trainbench.workloads import Param, ReferenceOptimizer, Size, Workload, register
 
 GPT2 = register(Workload(
     name="gpt2",
@@ -24,4 +24,7 @@ GPT2 = register(Workload(
     unsupported={"channels_last": "it has no image tensors"},
     data=frozenset({"torch"}),  # converted records (trainbench data text): engines.torch.record_pipeline
     published_parameters=124e6,
+    optimizer=ReferenceOptimizer("adamw", 3.2e-4, 0.1, beta2=0.95,
+                                 source="GPT-2 small as nanoGPT reproduces it: AdamW, betas 0.9 and 0.95, 6e-4 at "
+                                        "480 sequences (3.2e-4 per 256), weight decay 0.1"),
 ))

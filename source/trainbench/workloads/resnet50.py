@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainbench.workloads import Param, Size, Workload, register
+from trainbench.workloads import Param, ReferenceOptimizer, Size, Workload, register
 
 RESNET50 = register(Workload(
     name="resnet50",
@@ -24,4 +24,7 @@ RESNET50 = register(Workload(
               "tf": "trainbench.engines.tf.workloads.resnet50"},
     data=frozenset({"torch", "tf"}),
     published_parameters=25.557e6,
+    optimizer=ReferenceOptimizer("sgd", 0.1, 1e-4, label_smoothing=0.1,
+                                 source="tf-models-official's ResNet-50 and the original suite: SGD momentum 0.9, 0.1 "
+                                        "per 256 images, label smoothing 0.1"),
 ))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainbench.workloads import Param, Size, Workload, register
+from trainbench.workloads import Param, ReferenceOptimizer, Size, Workload, register
 
 RETINANET = register(Workload(
     name="retinanet",
@@ -31,6 +31,9 @@ RETINANET = register(Workload(
     untrainable="no learnable synthetic detection set (throughput, profile and input-bench measure it)",
     data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): engines/{torch,tf}/record_pipeline.py
     published_parameters=34e6,
+    optimizer=ReferenceOptimizer("sgd", 0.16, 1e-4,
+                                 source="torchvision's detection reference: SGD momentum 0.9, 0.01 per 16 images "
+                                        "(0.16 per 256), weight decay 1e-4"),
     # Trainable batch norm in the backbone (torchvision's factory freezes it: 34,014,999); TF's heads differ slightly.
 ))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from trainbench.workloads import Param, Size, Workload, register
+from trainbench.workloads import Param, ReferenceOptimizer, Size, Workload, register
 
 TRANSFORMER = register(Workload(
     name="transformer",
@@ -24,11 +24,13 @@ TRANSFORMER = register(Workload(
     record_kind="translation",
     builders={"torch": "trainbench.engines.torch.workloads.transformer",
               "tf": "trainbench.engines.tf.workloads.transformer"},
-    tokens_param="seq_len",
-    token_streams=2,  # a sentence pair: tokens/s counts source and target tokens
+    tokens_param="seq_len",  # tokens/s counts the target tokens, as fairseq's and NVIDIA's wps do
     unsupported={"channels_last": "it has no image tensors"},
     data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): engines/{torch,tf}/record_pipeline.py
     published_parameters=61e6,
+    optimizer=ReferenceOptimizer("adam", 7e-4, 0.0, label_smoothing=0.1, beta2=0.98,
+                                 source="Transformer-base as fairseq and tf-models train it: Adam, betas 0.9 and "
+                                        "0.98, 7e-4, label smoothing 0.1, no weight decay"),
     # torch - tf = 36,864: nn.Transformer's attention projection biases, which TF's reference does not have.
 ))
 

@@ -333,8 +333,8 @@ def test_gpu_loader_and_compile_mode_survive_the_worker_config_round_trip() -> N
     assert bench_config_from_dict(json.loads(json.dumps(to_dict(config)))) == config
 
 
-def test_the_optimizer_is_sgd_or_adamw(tmp_path: Path) -> None:
+def test_the_optimizer_is_sgd_adam_or_adamw(tmp_path: Path) -> None:
     assert OptimizerConfig().name == "sgd" and OptimizerConfig(name="adamw").name == "adamw"
     result = run_main("train", "--optimizer", "lamb", "--device", "cpu", "--output", str(tmp_path))
-    assert_one_line_error(result, "unknown optimizer 'lamb': choose one of sgd, adamw")
+    assert_one_line_error(result, "unknown optimizer 'lamb': choose one of sgd, adam, adamw")
     assert not any(tmp_path.iterdir())  # refused before a run folder is made

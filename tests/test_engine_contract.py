@@ -292,13 +292,43 @@ def test_every_pair_counts_its_samples_tokens_parameters_and_flops(stepped: dict
     model, framework, runner = stepped["model"], stepped["framework"], stepped["runner"]
     assert runner.samples_per_step == 2  # one device: the batch
     assert runner.compile_s is None  # nothing compiled ahead of the windows without --compile or --cuda-graph
-    tokens = model.spec.tokens_per_sample(model.params())  # the descriptor's count: source and target for a pair
+    tokens = model.spec.tokens_per_sample(model.params())  # the descriptor's count: a pair's target tokens
     assert runner.tokens_per_step == (None if tokens is None else 2 * tokens)
     assert runner.parameters == framework.trainable_parameters(runner) > 0
     assert framework.flops_note in runner.flops_note
     # A weight that multiplies once a sample costs 6 flops (2 forward, 4 backward); embeddings that are only looked
     # up cost none: 2 x the parameters is a floor every workload clears (a step not followed would count 0).
     assert runner.train_flops_per_sample >= 2 * runner.parameters
+
+
+# Bytes of per-parameter state an fp32 parameter costs each optimizer: SGD's momentum; Adam's and AdamW's two moments.
+STATE_PER_PARAMETER = {"sgd": 4, "adam": 8, "adamw": 8}
+
+
+def test_every_pair_records_how_its_step_ran_and_what_it_holds(stepped: dict[str, Any]) -> None:
+    """The reference optimizer, the fp32 products as set, and memory by holder: fp32 parameters 4 bytes each, their
+    gradients as many, the optimizer's per-parameter state 4 (SGD) or 8 (Adam, AdamW) bytes a parameter."""
+    model, runner = stepped["model"], stepped["runner"]
+    reference = model.spec.optimizer.name
+    record = runner.step_record
+    assert record["matmul_precision"] == "highest"  # ModelConfig's default, read back from the framework
+    assert record["optimizer"].startswith(f"{reference} (")
+    assert record["image_layout"] == (None if "channels_last" in model.spec.unsupported
+                                      else "NHWC" if model.framework == "tf" else "NCHW")
+    memory = runner.memory()
+    parameters = runner.parameters
+    assert memory.parameters == memory.gradients == 4 * parameters
+    assert memory.optimizer_state == STATE_PER_PARAMETER[reference] * parameters
+    assert memory.optimizer_state <= memory.optimizer < memory.optimizer_state + 1024  # + step counters only
+    if model.framework == "torch":
+        assert memory.activations > 0
+    else:
+        assert memory.activations is None and "TensorFlow does not tell" in memory.note
+    losses = runner.take_losses()
+    assert len(losses) == STEPS and all(math.isfinite(loss) and loss > 0 for loss in losses)
+    assert runner.take_losses() == []  # taken once
+    assert runner.loss_scale() is None  # fp32: no loss scaler
+    assert runner.peak_memory() == (None, "")  # the CPU: the harness reads the process's resident peak
 
 
 def test_every_pair_trains_every_layer(stepped: dict[str, Any]) -> None:

@@ -32,7 +32,7 @@ from trainbench.results.store import read_summary
 from trainbench.telemetry.schema import TELEMETRY_VALUES, telemetry_values
 
 # A field the suite does not have, added the way a developer would: one entry (merged by the largest rank's value).
-PEAK = Field("peak_memory_bytes", "B", FLAT, Merge.MAX, Group.STATE, "the most device memory a rank held",
+PEAK = Field("host_swap_pages", "", FLAT, Merge.MAX, Group.STATE, "the most swap pages a rank used",
              measured=True)
 # summary.csv's value columns as released: the order is append-only, so a column never moves.
 RELEASED = ("samples_per_sec", "windows", "samples_per_sec_median", "samples_per_sec_min", "samples_per_sec_max",
@@ -45,7 +45,11 @@ RELEASED = ("samples_per_sec", "windows", "samples_per_sec_median", "samples_per
             "tokens_per_sec", "parameters", "train_flops_per_sample", "flops_note", "achieved_flops", "peak_flops",
             "mfu", "mfu_note",
             # issue 30: the windows' agreement and the machine's other load (results.trust)
-            "window_cv_pct", "window_spread_pct", "other_cpu_cores", "load_average")
+            "window_cv_pct", "window_spread_pct", "other_cpu_cores", "load_average",
+            # format 5 (issue 40): how the step ran, and its memory
+            "matmul_precision", "optimizer", "attention_kernel", "image_layout", "peak_memory_bytes",
+            "peak_memory_kind", "memory_parameters_bytes", "memory_gradients_bytes", "memory_optimizer_bytes",
+            "memory_activations_bytes", "optimizer_state_bytes", "memory_note")
 
 
 @pytest.fixture
@@ -64,7 +68,7 @@ def nothing() -> StandInEngine:
 def measure_peak(config: BenchConfig, engine: Engine, timeline: Path | None = None) -> Measurement:
     """The worker's measurement and the code that produces the new field's value."""
     done = measure(config, engine, timeline)
-    return Measurement(done.result.replace(peak_memory_bytes=1000 * config.batch_size), done.warmup_s, done.step_s)
+    return Measurement(done.result.replace(host_swap_pages=1000 * config.batch_size), done.warmup_s, done.step_s)
 
 
 # The worker process: trainbench.bench.worker.main measuring with measure_peak, on an engine that does nothing.
@@ -133,7 +137,7 @@ def test_one_registry_entry_reaches_every_file_the_report_and_the_rank_merge(wit
         done = measure_peak(config, nothing())  # type: ignore[arg-type]
         run.add(BatchResult.from_row(json.loads(json.dumps(done.result.to_row()))), done.warmup_s, done.step_s)
     assert_everywhere(tmp_path / "campaign", run, with_peak, {2: 2000, 4: 4000}, tmp_path)
-    lead, other = run.results[0], run.results[0].replace(peak_memory_bytes=7000)
+    lead, other = run.results[0], run.results[0].replace(host_swap_pages=7000)
     merged = merge_ranks([(0, lead), (1, other)], world_size=2)
     assert merged.values[with_peak.name] == 7000  # Merge.MAX: the largest rank's
     assert merged.values["samples_per_sec"] == pytest.approx(2 * lead.values["samples_per_sec"])
@@ -142,9 +146,9 @@ def test_one_registry_entry_reaches_every_file_the_report_and_the_rank_merge(wit
 def test_a_value_no_field_declares_is_an_error_naming_it(tmp_path: Path) -> None:
     run = ThroughputRun(tmp_path, {"framework": "torch"})
     done = measure_peak(configs(2)[0], nothing())  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="peak_memory_bytes is no result field"):
+    with pytest.raises(ValueError, match="host_swap_pages is no result field"):
         run.add(done.result)
-    with pytest.raises(ValueError, match="peak_memory_bytes is no result field"):
+    with pytest.raises(ValueError, match="host_swap_pages is no result field"):
         merge_ranks([(0, done.result), (1, done.result)], world_size=2)
     assert json.loads((tmp_path / "summary.json").read_text())["results"] == []  # nothing half-recorded
 

@@ -24,7 +24,7 @@ from trainbench.cli.options import model_config
 from trainbench.config import BenchConfig, ModelConfig
 from trainbench.errors import UsageError
 from trainbench.render.console import format_table
-from trainbench.results.peaks import TERA, gpu_peaks, peak_flops
+from trainbench.results.peaks import TERA, arithmetic, gpu_peaks, peak_flops
 from trainbench.results.records import FORMAT, BatchResult, Status
 from trainbench.results.store import read_summary
 
@@ -37,12 +37,13 @@ H100 = "NVIDIA H100 80GB HBM3"  # NVML's name of the SXM part
 @pytest.mark.parametrize(("name", "precision", "tflops"), [
     (H100, "bf16", 989.0),
     (H100, "fp16", 989.0),
-    (H100, "fp32", 495.0),  # fp32 runs count TF32 Tensor Cores (results.peaks' note)
+    (H100, "tf32", 495.0),  # fp32 with --matmul-precision high: the TF32 Tensor Cores (results.peaks.arithmetic)
+    (H100, "fp32", 67.0),  # fp32 kept fp32 (highest, the default): the CUDA cores' peak
     ("NVIDIA H100 PCIe", "bf16", 756.0),
     ("NVIDIA H200", "bf16", 989.0),
     ("NVIDIA A100-SXM4-80GB", "bf16", 312.0),
-    ("NVIDIA A100 80GB PCIe", "fp32", 156.0),
-    ("Tesla V100-SXM2-16GB", "fp32", 15.7),  # no TF32: the CUDA cores' fp32
+    ("NVIDIA A100 80GB PCIe", "tf32", 156.0),
+    ("Tesla V100-SXM2-16GB", "tf32", 15.7),  # no TF32: the CUDA cores' fp32
     ("Tesla V100-SXM2-32GB", "fp16", 125.0),
     ("Tesla V100-PCIE-16GB", "fp16", 112.0),
     ("Tesla V100S-PCIE-32GB", "fp16", 130.0),  # a part of its own, not the V100 PCIe (FIDELITY.md bug 6)
@@ -56,6 +57,11 @@ def test_a_gpu_is_matched_on_its_nvml_name(name: str, precision: str, tflops: fl
     assert peak.flops == pytest.approx(tflops * TERA)
     entry = gpu_peaks(name)
     assert entry is not None and entry.source in peak.note
+
+
+def test_fp32_is_judged_by_the_arithmetic_its_products_ran_in() -> None:
+    assert [arithmetic("fp32", "highest"), arithmetic("fp32", "high")] == ["fp32", "tf32"]
+    assert [arithmetic("bf16", "high"), arithmetic("fp16", "highest")] == ["bf16", "fp16"]  # autocast's own
 
 
 def test_the_peaks_of_several_gpus_add_up() -> None:
@@ -138,7 +144,7 @@ def test_the_header_names_the_workload_and_takes_the_sample_s_cost_from_the_firs
     store.add(BatchResult(2, Status.OK, None, {"samples_per_sec": 5.0, "parameters": 77,
                                                 "train_flops_per_sample": 2e6, "flops_note": "analytic"}))
     saved = json.loads((tmp_path / "summary.json").read_text())
-    assert saved["format"] == FORMAT == 4
+    assert saved["format"] == FORMAT == 5
     assert (saved["parameters"], saved["train_flops_per_sample"], saved["flops_note"]) == (77, 2e6, "analytic")
     assert saved["results"][1]["tokens_per_sec"] is None and "mfu" in saved["results"][1]
 

@@ -401,8 +401,9 @@ class OptimizerConfig:
             return cls(name=choice("optimizer", reference.name, OPTIMIZERS), momentum=reference.momentum,
                        base_learning_rate=reference.base_learning_rate, weight_decay=reference.weight_decay,
                        label_smoothing=reference.label_smoothing, beta2=reference.beta2)
-        learning_rate, weight_decay = OTHER_OPTIMIZERS[choice("optimizer", name, OPTIMIZERS)]
-        return cls(name=name, base_learning_rate=learning_rate, weight_decay=weight_decay,
+        chosen = choice("optimizer", name, OPTIMIZERS)
+        learning_rate, weight_decay = OTHER_OPTIMIZERS[chosen]
+        return cls(name=chosen, base_learning_rate=learning_rate, weight_decay=weight_decay,
                    label_smoothing=reference.label_smoothing)
 
 
@@ -503,7 +504,7 @@ class BenchConfig:
     model: ModelConfig
     batch_size: int
     # None: the workload's reference optimizer (OptimizerConfig.reference), set when built: never None once built.
-    optimizer: OptimizerConfig = cast(OptimizerConfig, None)
+    optimizer: OptimizerConfig = cast(OptimizerConfig, None)  # noqa: RUF009 - a constant None, typed for the readers
     warmup_steps: int = 10
     steps: int = 50
     data: str | None = None  # None: synthetic batches generated on the device

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trainbench.config import BenchConfig
+from trainbench.engines.base import MemoryBreakdown
 from trainbench.frameworks import TORCH
 
 
@@ -20,12 +21,32 @@ class StandInRunner:
         self.parameters = 0
         self.train_flops_per_sample: float | None = None
         self.flops_note = "a stand-in counts nothing"
+        self.step_record: dict[str, str | None] = {"optimizer": "a stand-in's"}
+        self._losses: list[float] = []
 
     def step(self) -> None:
-        self._step()
+        """The step function's return value is its loss when it is a number (a test's NaN), else 1."""
+        loss = self._step()
+        self._losses.append(float(loss) if isinstance(loss, int | float) else 1.0)
 
     def sync(self) -> None:
         pass
+
+    def take_losses(self) -> list[float]:
+        losses, self._losses = self._losses, []
+        return losses
+
+    def loss_scale(self) -> float | None:
+        return None
+
+    def reset_peak_memory(self) -> None:
+        pass
+
+    def peak_memory(self) -> tuple[int | None, str]:
+        return None, ""  # as on the CPU: the harness reads the process's resident peak
+
+    def memory(self) -> MemoryBreakdown:
+        return MemoryBreakdown(4 * self.parameters, 4 * self.parameters, None, None, None, "a stand-in holds nothing")
 
 
 class StandInEngine:

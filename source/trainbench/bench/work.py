@@ -26,13 +26,13 @@ def tokens_per_sample(runner: StepRunner) -> float | None:
     return runner.tokens_per_step / runner.samples_per_step
 
 
-def peak_of(device: str, gpu_names: Sequence[str | None], precision: str) -> Peak:
+def peak_of(device: str, gpu_names: Sequence[str | None], arithmetic: str) -> Peak:
     """The peak the measurement is judged against: the GPUs it drove (their NVML names), or why there is none."""
     if device == "cpu":
         return Peak(None, "the CPU: MFU is measured against a GPU's dense peak")
     if not gpu_names:
         return Peak(None, "the GPUs' names are unknown (no NVML telemetry): no peak to measure MFU against")
-    return peak_flops(gpu_names, precision)
+    return peak_flops(gpu_names, arithmetic)
 
 
 def work_values(samples_per_sec: float, per_sample_tokens: float | None, flops_per_sample: float | None,

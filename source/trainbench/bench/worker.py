@@ -25,8 +25,10 @@ from typing import Any, NoReturn
 
 from trainbench.bench.input_bench import InputBench, is_input_bound, measure_input
 from trainbench.bench.machine_load import MachineLoad
+from trainbench.bench.memory import PeakMemory
 from trainbench.bench.stats import summarize_windows
 from trainbench.bench.timing import EdgeHook, run_window
+from trainbench.bench.trained import check_trained
 from trainbench.bench.work import peak_of, runner_values
 from trainbench.config import BenchConfig, bench_config_from_dict
 from trainbench.engines import load_engine
@@ -35,6 +37,7 @@ from trainbench.engines.input_batches import BEFORE_INPUT
 from trainbench.engines.launchers import process_place
 from trainbench.render.console import per_second
 from trainbench.results.failure import failure_status, one_line
+from trainbench.results.peaks import arithmetic
 from trainbench.results.files import rank_file, write_json_atomic
 from trainbench.results.records import BatchResult, Status
 from trainbench.results.trust import trust_text
@@ -161,23 +164,38 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None, *
                                      every_gpu=engine.capabilities.drives_every_gpu,
                                      local_rank=process_place().local_rank, clock=telemetry_clock)
     load = MachineLoad()
+    memory = PeakMemory(runner)
+    scales: list[float | None] = []
+
+    def before_windows() -> None:
+        """At the first window's start edge, untimed: the warm-up's losses set aside, the loss scale and the
+        memory peaks started afresh."""
+        runner.take_losses()
+        scales.append(runner.loss_scale())
+        memory.start()
+
     try:
         # One warm-up, then the windows back to back: each synchronised at both edges, each its own images/s sample.
         windows = [run_window(runner, config.warmup_steps if i == 0 else 0, config.steps,
                               sync_every_step=config.sync_every_step, after_step=telemetry.step_hooks,
-                              at_start=_both(partial(telemetry.window_start, i), load.window_start),
+                              at_start=_both(_both(before_windows, partial(telemetry.window_start, i))
+                                             if i == 0 else partial(telemetry.window_start, i), load.window_start),
                               at_end=_both(load.window_end, partial(telemetry.window_end, i)), clock=window_clock)
                    for i in range(config.windows)]
+        check_trained(runner.take_losses(), config.steps, scales[0], runner.loss_scale())
+        memory_values = memory.values()
     finally:
         telemetry.close()
         _close(runner)
     samples = runner.samples_per_step * config.steps * config.windows
     values = {**summarize_windows(runner.samples_per_step, windows), "gpus_at_window_end": gpu_state(),
-              "compile_s": compile_s,
+              "compile_s": compile_s, **runner.step_record, **memory_values,
               **telemetry.values([window.window_s for window in windows], samples), **load.values()}
     if load.note:
         print(f"batch {config.batch_size}: {load.note}", flush=True)
-    peak = peak_of(config.model.device, [gpu.name for gpu in telemetry.gpus], config.model.precision)
+    model = config.model
+    peak = peak_of(model.device, [gpu.name for gpu in telemetry.gpus], arithmetic(model.precision,
+                                                                                   model.matmul_precision))
     values.update(runner_values(runner, values["samples_per_sec"], peak))
     if pipeline_rate is not None:
         values["input_samples_per_sec"] = pipeline_rate

@@ -18,14 +18,17 @@ from trainbench.config import (
     FRAMEWORKS,
     GPU_BATCH_SIZES,
     LOADERS,
+    MATMUL_PRECISIONS,
     MAX_BATCH_SIZE,
     MAX_COUNT,
     MAX_PROCESSES,
     MAX_SEED,
+    OPTIMIZERS,
     PRECISIONS,
     BenchConfig,
     LaunchConfig,
     ModelConfig,
+    OptimizerConfig,
     ProfileConfig,
     field_default,
     float_problem,
@@ -225,8 +228,20 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cuda-graph", action="store_true",
                         help="PyTorch on a GPU: capture the whole eager step as one CUDA graph and replay it "
                         "(throughput and profile runs)")
-    parser.add_argument("--channels-last", action="store_true", help="PyTorch: NHWC memory layout")
+    parser.add_argument("--channels-last", action="store_true",
+                        help="PyTorch: NHWC memory layout (default NCHW, PyTorch's; TensorFlow's is NHWC)")
     parser.add_argument("--seed", type=SEED, default=field_default(ModelConfig, "seed"))
+    add_choice_option(parser, "--matmul-precision", MATMUL_PRECISIONS, field_default(ModelConfig, "matmul_precision"),
+                      "fp32's matrix products and convolutions, set the same in both frameworks: highest keeps them "
+                      "fp32, high lets them use TF32 where the GPU has it (TensorFlow's own default)")
+
+
+def add_optimizer_option(parser: argparse.ArgumentParser) -> None:
+    """The optimizer a timed step updates with: the workload's reference unless asked (OptimizerConfig.reference)."""
+    references = ", ".join(f"{workload.name} {workload.optimizer.name}" for workload in workloads.all_workloads())
+    parser.add_argument("--optimizer", metavar="NAME",
+                        help=f"one of {', '.join(OPTIMIZERS)} (default: the workload's reference: {references}); "
+                        "fused on a GPU")
 
 
 # What --data accepts (trainbench.data.source.open_source): TensorFlow reads shards only (tfrecords_only).
@@ -284,6 +299,7 @@ def add_sweep_options(parser: argparse.ArgumentParser, output: str) -> None:
                         help="timed windows of --steps steps per batch size, back to back after the warm-up: "
                         "samples/s (in the workload's unit) median, min and max across them, and `compare` tests them "
                         f"(default {windows}; --repeats is its older name)")
+    add_optimizer_option(parser)
     add_input_options(parser)
     parser.add_argument("--output", type=path_text, default=output, metavar="DIR",
                         help=f"a new run folder is made inside (default ./{output})")
@@ -302,7 +318,8 @@ def bench_configs(args: argparse.Namespace, model: ModelConfig,
     data = existing_data_dir(args.data)
     launch = launch_config(args, model, profile.tool if profile else None)
     return [
-        BenchConfig(model=model, batch_size=size, warmup_steps=args.warmup, steps=args.steps, data=data,
+        BenchConfig(model=model, batch_size=size, optimizer=OptimizerConfig.reference(model.workload, args.optimizer),
+                    warmup_steps=args.warmup, steps=args.steps, data=data,
                     loader=args.loader, sync_every_step=args.sync_every_step, windows=args.windows, profile=profile,
                     telemetry_interval_s=args.telemetry_interval, launch=launch)
         for size in sizes

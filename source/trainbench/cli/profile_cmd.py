@@ -13,6 +13,7 @@ from trainbench.cli.options import (
     add_input_options,
     add_launch_options,
     add_model_options,
+    add_optimizer_option,
     bench_configs,
     model_config,
     names,
@@ -41,6 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--iterations", type=POSITIVE, default=iterations, metavar="N",
                         help=f"iterations profiled (default {iterations})")
     parser.add_argument("--batch-sizes", type=BATCH_SIZES, help="e.g. 4,16 (default: as trainbench throughput)")
+    add_optimizer_option(parser)
     add_input_options(parser)
     parser.add_argument("--metrics", type=names,
                         help="ncu: comma-separated metrics instead of the set chosen for the GPU")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from trainbench.config import BenchConfig, TrainConfig
@@ -34,12 +35,50 @@ class StepRunner(Protocol):
     # from the model outside every window; None when it could not be counted (the reason in flops_note).
     train_flops_per_sample: float | None
     flops_note: str  # how train_flops_per_sample was counted (FlopCounterMode, TF profiler, analytic), or why not
+    # How the step runs, as the engine set it (result fields of group STEP): matmul_precision, optimizer,
+    # attention_kernel, image_layout.
+    step_record: dict[str, str | None]
 
     def step(self) -> None:
         """Run one training step: forward, loss, backward, optimizer update. May return before the device is done."""
 
     def sync(self) -> None:
         """Block until the device has finished all work queued so far."""
+
+    def take_losses(self) -> list[float]:
+        """The losses of the steps run since the last call, in order, as host numbers (this synchronises: call it
+        outside every window). A captured step (CUDA graph) keeps only its last loss."""
+
+    def loss_scale(self) -> float | None:
+        """fp16's dynamic loss scale now (it drops when an update is skipped); None without one."""
+
+    def reset_peak_memory(self) -> None:
+        """Start the device allocator's peak afresh (nothing to do on the CPU)."""
+
+    def peak_memory(self) -> tuple[int | None, str]:
+        """The device allocator's peak since ``reset_peak_memory`` (bytes, the highest over this process's GPUs)
+        and what it reads; (None, "") on the CPU, where the harness reads the process's resident set instead."""
+
+    def memory(self) -> MemoryBreakdown:
+        """What the step holds, measured now (after the windows: the gradients and optimizer state exist)."""
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """The memory of one training step by what holds it, in bytes (result fields of group MEMORY). None: the
+    framework cannot tell, with the reason in ``note``."""
+
+    parameters: int
+    gradients: int | None
+    optimizer: int | None  # everything the optimizer holds: per-parameter state and step counters
+    optimizer_state: int | None  # the per-parameter state alone (momentum, Adam's moments)
+    activations: int | None
+    note: str = ""
+
+    def values(self) -> dict[str, Any]:
+        return {"memory_parameters_bytes": self.parameters, "memory_gradients_bytes": self.gradients,
+                "memory_optimizer_bytes": self.optimizer, "optimizer_state_bytes": self.optimizer_state,
+                "memory_activations_bytes": self.activations, "memory_note": self.note}
 
 
 class Engine(Protocol):

@@ -5,11 +5,10 @@ at the run's precision. Peaks are the vendors' datasheet figures for dense math 
 and never used), recorded with their source; a GPU is matched on the name NVML reports (env.json, telemetry).
 An unknown GPU, a precision the table has no figure for, or the CPU: no peak, and the reason instead.
 
-fp32 runs are judged against the TF32 Tensor Core peak where the GPU has one (Ampere and later): both frameworks
-run convolutions in TF32 by default (PyTorch's ``torch.backends.cudnn.allow_tf32``, TensorFlow's
-``enable_tensor_float_32_execution``), so against the fp32 (CUDA core) peak ResNet-50's MFU could exceed 1.
-PyTorch's matmuls stay in fp32 unless ``torch.backends.cuda.matmul.allow_tf32`` is set, so a torch transformer's
-fp32 MFU reads low against this peak: that is the cost of not using TF32, and the reason it is stated here.
+fp32 runs are judged against the peak of the arithmetic they ran in (``arithmetic``): both engines set fp32's
+products explicitly (``ModelConfig.matmul_precision``): "highest" keeps them fp32, judged against the CUDA cores'
+fp32 peak; "high" lets them use TF32, judged against the TF32 Tensor Core peak where the GPU has one (Ampere and
+later; before, TF32 does not exist and the fp32 peak stands).
 """
 
 from __future__ import annotations
@@ -19,8 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 TERA = 1e12
-# A run's precision -> the table's precisions its peak is read from, first found first: fp32 runs count TF32.
-MATH: dict[str, tuple[str, ...]] = {"fp32": ("tf32", "fp32"), "fp16": ("fp16",), "bf16": ("bf16",)}
+# A run's arithmetic -> the table's precisions its peak is read from, first found first: TF32 where the GPU has it.
+MATH: dict[str, tuple[str, ...]] = {"fp32": ("fp32",), "tf32": ("tf32", "fp32"), "fp16": ("fp16",), "bf16": ("bf16",)}
+
+
+def arithmetic(precision: str, matmul_precision: str) -> str:
+    """The arithmetic a run's products use: fp32 with ``matmul_precision`` "high" is TF32 (where the GPU has it)."""
+    return "tf32" if precision == "fp32" and matmul_precision == "high" else precision
 
 
 @dataclass(frozen=True)

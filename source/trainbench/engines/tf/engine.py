@@ -13,7 +13,11 @@ Training step (shared by the benchmark runner and the trainer), per replica:
   ``engines.base.is_decayed`` names, as torch's engine decays (kernels, matrices and embeddings, not biases or norms:
   the official ResNet-50 is built without its own regulariser). Its gradient is ``weight_decay * w``, the same as
   ``torch.optim.SGD(weight_decay=...)``; AdamW decays the same variables itself;
-- tf_keras SGD with momentum; ``mixed_float16`` adds a dynamic ``LossScaleOptimizer``;
+- the workload's reference optimizer, as torch's engine runs it: tf_keras SGD with momentum, Adam (weight decay as
+  the same L2 penalty, none in the references) or AdamW (decoupled, ``exclude_from_weight_decay``), Adam's epsilon
+  1e-8 as torch's; ``mixed_float16`` adds a dynamic ``LossScaleOptimizer``;
+- fp32 products as ``ModelConfig.matmul_precision`` says: TF32 allowed ("high", TensorFlow's own default) or not
+  ("highest"), set explicitly as torch's engine sets it;
 - ``tf.function``, with ``jit_compile=True`` when ``ModelConfig.xla`` (XLA is then also used for the optimizer's
   update; with ``xla=False`` nothing is XLA-compiled).
 
@@ -55,7 +59,7 @@ import tf_keras
 from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig, train_data_problem
 from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
-from trainbench.engines.base import CHECKPOINTS_KEPT, Span, is_decayed, steps_for, synthetic_split
+from trainbench.engines.base import CHECKPOINTS_KEPT, MemoryBreakdown, Span, is_decayed, steps_for, synthetic_split
 from trainbench.engines.input_batches import tf_training_dataset
 from trainbench.engines.tf import image_pipeline as tf_pipeline
 from trainbench.engines.tf.distribute import make_strategy, world_record
@@ -91,18 +95,33 @@ class _Parts:
     optimizer: tf_keras.optimizers.Optimizer
     replica_step: Callable[..., tf.Tensor]  # (inputs, targets) -> this replica's share of the mean loss
     global_batch: int
+    optimizer_text: str  # what the optimizer is, as recorded: "adamw (tf_keras, XLA)"
+    matmul_precision: str  # fp32 products as set, read back: "highest" or "high"
+
+
+ADAM_EPSILON = 1e-8  # torch's default, which torch's engine uses: tf_keras' own 1e-7 would be other arithmetic
+PENALISED = ("sgd", "adam")  # optimizers whose weight decay is an L2 penalty in the loss (AdamW decays itself)
 
 
 def _optimizer(config: OptimizerConfig, learning_rate: float, xla: bool,
                undecayed: list[tf.Variable]) -> tf_keras.optimizers.Optimizer:
-    """SGD with momentum (weight decay as an L2 penalty in the loss), or AdamW with decoupled weight decay, which
-    leaves ``undecayed`` alone."""
+    """SGD with momentum or Adam (weight decay as an L2 penalty in the loss), or AdamW with decoupled weight decay,
+    which leaves ``undecayed`` alone. ``xla``: the update is compiled with the step (tf_keras' fastest form)."""
     if config.name == "adamw":
         optimizer = tf_keras.optimizers.AdamW(learning_rate=learning_rate, weight_decay=config.weight_decay,
-                                              jit_compile=xla)
+                                              beta_2=config.beta2, epsilon=ADAM_EPSILON, jit_compile=xla)
         optimizer.exclude_from_weight_decay(var_list=undecayed)
         return optimizer
+    if config.name == "adam":
+        return tf_keras.optimizers.Adam(learning_rate=learning_rate, beta_2=config.beta2, epsilon=ADAM_EPSILON,
+                                        jit_compile=xla)
     return tf_keras.optimizers.SGD(learning_rate=learning_rate, momentum=config.momentum, jit_compile=xla)
+
+
+def set_matmul_precision(precision: str) -> str:
+    """TF32 for fp32 products allowed ("high") or not ("highest"), set explicitly, and read back as recorded."""
+    tf.config.experimental.enable_tensor_float_32_execution(precision == "high")
+    return "high" if tf.config.experimental.tensor_float_32_execution_enabled() else "highest"
 
 
 def _build_parts(
@@ -110,6 +129,7 @@ def _build_parts(
 ) -> _Parts:
     replicas = strategy.num_replicas_in_sync
     global_batch = per_replica_batch * replicas
+    matmul_precision = set_matmul_precision(model.matmul_precision)
     builder = builder_of(model)
     tf_keras.utils.set_random_seed(model.seed)  # same initial weights for the same seed (python, numpy, tf)
     with _policy(model.precision), strategy.scope():
@@ -123,8 +143,8 @@ def _build_parts(
             optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
         # Create the momentum slots now, not at the first step: a checkpoint then restores into them immediately.
         optimizer.build(network.trainable_variables)
-    # SGD: the L2 penalty in the loss (torch's SGD(weight_decay=) gradient); AdamW decays the weights itself.
-    weight_decay = optimizer_config.weight_decay if optimizer_config.name == "sgd" else 0.0
+    # SGD, Adam: the L2 penalty in the loss (torch's weight_decay= gradient); AdamW decays the weights itself.
+    weight_decay = optimizer_config.weight_decay if optimizer_config.name in PENALISED else 0.0
     smoothing = optimizer_config.label_smoothing
     scale_loss = model.precision == "fp16"
 
@@ -146,7 +166,8 @@ def _build_parts(
         # The whole per-replica step is one XLA program, as in Keras' fit(jit_compile=True); MirroredStrategy
         # supports that on GPUs (it then all-reduces with collectives inside the program, without merge_call).
         replica_step = tf.function(replica_step, jit_compile=True)
-    return _Parts(strategy, builder, network, optimizer, replica_step, global_batch)
+    text = f"{optimizer_config.name} (tf_keras{', XLA' if model.xla else ''})"
+    return _Parts(strategy, builder, network, optimizer, replica_step, global_batch, text, matmul_precision)
 
 
 # --- counts: parameters, FLOPs -------------------------------------------------------------------------------
@@ -232,7 +253,7 @@ def train_flops_per_sample(parts: _Parts, model: ModelConfig) -> float:
 # --- benchmark runner ---------------------------------------------------------------------------------------
 
 
-def _data_step(parts: _Parts, model: ModelConfig, source: DataSource) -> Callable[[], None]:
+def _data_step(parts: _Parts, model: ModelConfig, source: DataSource) -> Callable[[], tf.Tensor]:
     """A step that takes the input pipeline's next batch: the pipeline is then part of the measured step. Every
     workload's records (``input_batches.tf_training_dataset``): ImageNet's, or the text and detection kinds."""
     strategy, replica_step = parts.strategy, parts.replica_step
@@ -241,14 +262,20 @@ def _data_step(parts: _Parts, model: ModelConfig, source: DataSource) -> Callabl
     iterator = iter(strategy.experimental_distribute_dataset(dataset))
 
     @tf.function
-    def step(batches: Any) -> None:
-        strategy.run(replica_step, args=next(batches))
+    def step(batches: Any) -> tf.Tensor:
+        return _first_loss(strategy, strategy.run(replica_step, args=next(batches)))
 
-    def named_step() -> None:
+    def named_step() -> tf.Tensor:
         with tf_pipeline.naming_corrupt_shard(files):
-            step(iterator)
+            return step(iterator)
 
     return named_step
+
+
+def _first_loss(strategy: tf.distribute.Strategy, losses: Any) -> tf.Tensor:
+    """The first local replica's loss (its share of the mean): returned by the step as a tensor, never fetched in a
+    window; read afterwards to check that every timed step trained on a finite loss."""
+    return strategy.experimental_local_results(losses)[0] * strategy.num_replicas_in_sync
 
 
 class _Runner:
@@ -266,7 +293,13 @@ class _Runner:
         self.network = parts.network  # for inspection (tests)
         self.builder = parts.builder  # its network's builder (RetinaNet's keeps the network's task)
         self._strategy = parts.strategy
+        self._optimizer = parts.optimizer
+        self._losses: list[tf.Tensor] = []
         self._count_flops(parts, model)
+        self.step_record: dict[str, str | None] = {
+            "matmul_precision": parts.matmul_precision, "optimizer": parts.optimizer_text,
+            # TensorFlow does not say which attention kernel its ops ran; NHWC is its convolutions' layout.
+            "attention_kernel": None, "image_layout": None if "channels_last" in model.spec.unsupported else "NHWC"}
         if data is not None:
             self._step = _data_step(parts, model, tfrecords_only(open_source(data)))
             return
@@ -283,9 +316,9 @@ class _Runner:
         replica_step = parts.replica_step
 
         @tf.function
-        def step() -> None:
-            # Captured, not passed: no argument handling on the host per call; nothing is returned or fetched.
-            strategy.run(replica_step, args=(inputs, targets))
+        def step() -> tf.Tensor:
+            # Captured, not passed: no argument handling on the host per call; the loss is returned, never fetched.
+            return _first_loss(strategy, strategy.run(replica_step, args=(inputs, targets)))
 
         self._step = step
 
@@ -299,7 +332,35 @@ class _Runner:
                            "forward pass and loss, x 3 for training")
 
     def step(self) -> None:
-        self._step()
+        self._losses.append(self._step())
+
+    def take_losses(self) -> list[float]:
+        losses, self._losses = self._losses, []
+        return [float(loss) for loss in losses]
+
+    def loss_scale(self) -> float | None:
+        if isinstance(self._optimizer, tf_keras.mixed_precision.LossScaleOptimizer):
+            return float(self._optimizer.loss_scale)
+        return None
+
+    def reset_peak_memory(self) -> None:
+        for gpu in _local_gpus():
+            tf.config.experimental.reset_memory_stats(gpu)
+
+    def peak_memory(self) -> tuple[int | None, str]:
+        gpus = _local_gpus()
+        if not gpus:
+            return None, ""
+        peak = max(tf.config.experimental.get_memory_info(gpu)["peak"] for gpu in gpus)
+        return int(peak), "tf.config.experimental.get_memory_info peak"
+
+    def memory(self) -> MemoryBreakdown:
+        parameters = _variable_bytes(self.network.trainable_variables)
+        slots = self._optimizer.variables
+        return MemoryBreakdown(
+            parameters, parameters, _variable_bytes(slots), _variable_bytes(v for v in slots if v.shape.rank),
+            None, "gradients: one per trainable variable, of its size (TensorFlow frees them inside the step); "
+                  "activations: TensorFlow does not tell what the gradient tape keeps")
 
     def sync(self) -> None:
         if not isinstance(self._strategy, tf.distribute.MultiWorkerMirroredStrategy):
@@ -312,6 +373,17 @@ class _Runner:
             if device.name.startswith(own):
                 with tf.device(device.name):
                     tf.raw_ops.SyncDevice()
+
+
+def _local_gpus() -> list[str]:
+    """This process's GPUs as get_memory_info names them ("GPU:0")."""
+    return [device.name.split("device:")[-1] for device in tf.config.list_logical_devices("GPU")]
+
+
+def _variable_bytes(variables: Any) -> int:
+    """The bytes of ``variables``, each once (a variable shared by two layers is one)."""
+    unique = {id(variable): variable for variable in variables}
+    return sum(v.shape.num_elements() * v.dtype.size for v in unique.values())
 
 
 # --- end-to-end trainer -------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""The PyTorch engine: the workload's network (its builder in engines/torch/workloads/), SGD with momentum,
-autocast for fp16/bf16.
+"""The PyTorch engine: the workload's network (its builder in engines/torch/workloads/), its reference optimizer
+(SGD with momentum, Adam or AdamW, fused on a GPU), autocast for fp16/bf16, fp32 products as ``matmul_precision``
+says.
 
 The throughput runner and the end-to-end trainer build the model, the optimizer and the training step with the
 same functions below, so a benchmarked step is exactly the step that training runs.
@@ -38,9 +39,10 @@ from trainbench.config import (
 )
 from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
-from trainbench.engines.base import CHECKPOINTS_KEPT, Span, is_decayed, steps_for, synthetic_split
+from trainbench.engines.base import CHECKPOINTS_KEPT, MemoryBreakdown, Span, is_decayed, steps_for, synthetic_split
 from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.engines.launchers import process_place
+from trainbench.engines.torch import memory
 from trainbench.engines.torch.workloads import TorchBuilder, builder_of, flops
 from trainbench.errors import UsageError
 from trainbench.frameworks import TORCH
@@ -112,9 +114,27 @@ def _world_record() -> dict[str, Any] | None:
             "nodes": int(os.environ.get("GROUP_WORLD_SIZE", "1"))}
 
 
-def _prepare_device(device: str) -> None:
+def _prepare_device(device: str, matmul_precision: str) -> None:
     if torch.device(device).type == "cuda":
         torch.backends.cudnn.benchmark = True  # fixed input shapes: let cuDNN pick the fastest algorithms
+    _set_matmul_precision(matmul_precision)
+
+
+def _set_matmul_precision(precision: str) -> None:
+    """fp32 products as asked, set explicitly (TensorFlow's engine sets the same): "high" lets cuBLAS's matrix
+    products and cuDNN's convolutions (whose default is TF32 already) use TF32, "highest" keeps both fp32. Set through
+    the API torch.compile reads back (``get_float32_matmul_precision``; the newer per-backend one may not be mixed
+    with it). On the CPU "high" would let oneDNN use TF32 too: kept fp32, as TF32 is the GPU's arithmetic."""
+    torch.set_float32_matmul_precision(precision)
+    torch.backends.cudnn.allow_tf32 = precision == "high"
+    torch.backends.mkldnn.matmul.fp32_precision = "ieee"  # type: ignore[attr-defined]  # set in torch's C++ module
+
+
+def matmul_precision() -> str:
+    """The fp32 product precision in force, read back: "high" only when matrix products and convolutions both may
+    use TF32."""
+    tf32 = torch.get_float32_matmul_precision() == "high" and torch.backends.cudnn.allow_tf32
+    return "high" if tf32 else "highest"
 
 
 def _autocast(device_type: str, dtype: torch.dtype | None) -> torch.autocast:
@@ -137,12 +157,25 @@ def _parameter_groups(network: nn.Module, weight_decay: float) -> list[dict[str,
             {"params": [parameters[i] for i in order[decayed:]], "weight_decay": 0.0}]
 
 
-def _optimizer(network: nn.Module, config: OptimizerConfig, learning_rate: float) -> torch.optim.Optimizer:
-    """SGD with momentum and L2 weight decay, or AdamW with decoupled weight decay, on the decayed parameters."""
+ADAM_EPSILON = 1e-8  # torch's default; TensorFlow's engine passes it too (tf_keras' own is 1e-7)
+
+
+def _optimizer(network: nn.Module, config: OptimizerConfig, learning_rate: float, device_type: str,
+               captured: bool = False) -> tuple[torch.optim.Optimizer, str]:
+    """SGD with momentum and L2 weight decay, Adam with L2 weight decay, or AdamW with decoupled weight decay, on the
+    decayed parameters; and what it is, as recorded ("adamw (torch, fused)"). Fused on a GPU: one kernel for every
+    parameter's update, the fastest correct form; the multi-tensor (foreach) form on the CPU. ``captured``: the step
+    is a CUDA graph, so Adam keeps its step count on the device (capturable)."""
     groups = _parameter_groups(network, config.weight_decay)
-    if config.name == "adamw":
-        return torch.optim.AdamW(groups, lr=learning_rate, weight_decay=config.weight_decay)
-    return torch.optim.SGD(groups, lr=learning_rate, momentum=config.momentum, weight_decay=config.weight_decay)
+    form: dict[str, Any] = {"fused": True} if device_type == "cuda" else {"foreach": True}
+    text = f"{config.name} (torch, {'fused' if 'fused' in form else 'foreach'})"
+    if config.name in ("adam", "adamw"):
+        adam = torch.optim.AdamW if config.name == "adamw" else torch.optim.Adam
+        capturable = {"capturable": True} if captured else {}
+        return adam(groups, lr=learning_rate, betas=(0.9, config.beta2), eps=ADAM_EPSILON,
+                    weight_decay=config.weight_decay, **form, **capturable), text
+    return torch.optim.SGD(groups, lr=learning_rate, momentum=config.momentum, weight_decay=config.weight_decay,
+                           **form), text
 
 
 def _grouped_state(saved: dict[str, Any], network: nn.Module, weight_decay: float) -> dict[str, Any]:
@@ -164,6 +197,7 @@ class _Parts:
     network: nn.Module  # the plain module: checkpoints hold its state_dict, evaluation calls it
     builder: TorchBuilder
     optimizer: torch.optim.Optimizer
+    optimizer_text: str  # what the optimizer is, as recorded: "adamw (torch, fused)"
     scaler: torch.amp.GradScaler | None  # fp16 only
     step: StepFn  # batch -> detached loss; queues the work, never synchronises
     device_type: str
@@ -183,13 +217,14 @@ def _build(
         # Static shapes: every batch of a run has the same shape (training drops the short last batch).
         # A module compiled is an OptimizedModule, itself a module (torch types the result as any callable).
         forward = cast(nn.Module, torch.compile(forward, mode=model_config.compile_mode, dynamic=False))
-    optimizer = _optimizer(network, optimizer_config, learning_rate)
     device_type = torch.device(device).type
+    optimizer, optimizer_text = _optimizer(network, optimizer_config, learning_rate, device_type,
+                                           captured=model_config.cuda_graph)
     dtype = _AUTOCAST_DTYPES[model_config.precision]
     scaler = torch.amp.GradScaler(device_type) if model_config.precision == "fp16" else None
     step = _make_step(forward, builder, optimizer, scaler, device_type, dtype, optimizer_config.label_smoothing,
                       cache_casts=not model_config.cuda_graph)
-    return _Parts(network, builder, optimizer, scaler, step, device_type, dtype)
+    return _Parts(network, builder, optimizer, optimizer_text, scaler, step, device_type, dtype)
 
 
 def _make_step(
@@ -329,6 +364,7 @@ class _Runner:
         self._input_stream_apart = (self._cuda and config.data is not None and config.loader == "gpu"
                                     and not _reads_records(model))
         self._train_step = self._parts.step
+        self._losses: list[torch.Tensor] = []  # each step's loss, on the device, read outside the windows
         self._batches: Iterator[Batch] | None = None  # --data: the pipeline (its workers, the GPU loader's thread)
         self._next_batch = self._input(config, device, rank, world)
         self.compile_s: float | None = None  # compiling or capturing the step, before (and apart from) any window
@@ -336,6 +372,10 @@ class _Runner:
         self.tokens_per_step: int | None = None if tokens is None else config.batch_size * tokens
         self.parameters: int = sum(p.numel() for p in self.network.parameters() if p.requires_grad)
         self.train_flops_per_sample, self.flops_note = self._count_flops(config, device)
+        self._activations = self._measure_activations(config, device)
+        self.step_record: dict[str, str | None] = {
+            "matmul_precision": matmul_precision(), "optimizer": self._parts.optimizer_text,
+            "attention_kernel": None, "image_layout": _image_layout(model)}
         if model.compile or model.cuda_graph:
             if model.cuda_graph and self._distributed:
                 raise UsageError("--cuda-graph runs one process; with --gpus use --compile reduce-overhead")
@@ -355,12 +395,27 @@ class _Runner:
     def _count_flops(self, config: BenchConfig, device: str) -> tuple[float | None, str]:
         """Training FLOPs per sample, counted once on the plain network (no compile, no DDP, no graph) over the
         synthetic batch, or one of the run's shape with --data (the pipeline's batches are the steps')."""
-        parts, model = self._parts, config.model
-        batch = (self._synthetic if config.data is None
-                 else parts.builder.synthetic_batch(model, config.batch_size, device, model.seed))
+        parts, batch = self._parts, self._probe_batch(config, device)
         return flops.train_flops_per_sample(parts.builder, parts.network, batch, config.batch_size,
                                             config.optimizer.label_smoothing,
                                             lambda: _autocast(parts.device_type, parts.autocast_dtype))
+
+    def _probe_batch(self, config: BenchConfig, device: str) -> Batch:
+        """The batch a probe step (a count, a measurement) runs on: the synthetic one, or one of the run's shape with
+        --data (the pipeline's batches are the steps')."""
+        model = config.model
+        return (self._synthetic if config.data is None
+                else self._parts.builder.synthetic_batch(model, config.batch_size, device, model.seed))
+
+    def _measure_activations(self, config: BenchConfig, device: str) -> int:
+        """What one step's forward pass keeps for its backward pass, on the plain network (no compile, no DDP)."""
+        parts, batch = self._parts, self._probe_batch(config, device)
+
+        def loss() -> torch.Tensor:
+            with _autocast(parts.device_type, parts.autocast_dtype):
+                return parts.builder.loss(parts.network, batch, config.optimizer.label_smoothing)
+
+        return memory.activation_bytes(parts.network, loss)
 
     def _prepare(self, model: ModelConfig) -> float:
         """Compile (torch.compile) or capture (CUDA graph) the step now, timed: no window ever contains it. From
@@ -382,7 +437,33 @@ class _Runner:
         return self._parts.network
 
     def step(self) -> None:
-        self._train_step(self._next_batch())
+        self._losses.append(self._train_step(self._next_batch()))
+
+    def take_losses(self) -> list[float]:
+        losses, self._losses = self._losses, []
+        if isinstance(self._train_step, _GraphedStep):
+            losses = losses[-1:]  # a replay writes its loss into the same tensor: only the last one is still there
+        return torch.stack(losses).float().cpu().tolist() if losses else []
+
+    def loss_scale(self) -> float | None:
+        scaler = self._parts.scaler
+        return float(scaler.get_scale()) if scaler is not None else None
+
+    def reset_peak_memory(self) -> None:
+        if self._cuda:
+            torch.cuda.reset_peak_memory_stats()
+
+    def peak_memory(self) -> tuple[int | None, str]:
+        if not self._cuda:
+            return None, ""
+        return torch.cuda.max_memory_allocated(), "torch.cuda.max_memory_allocated"
+
+    def memory(self) -> MemoryBreakdown:
+        parts = self._parts
+        every, state = memory.optimizer_bytes(parts.optimizer)
+        return MemoryBreakdown(memory.parameter_bytes(parts.network), memory.gradient_bytes(parts.network), every,
+                               state, self._activations,
+                               "activations: saved-tensor hooks on one eager step of the plain network")
 
     def sync(self) -> None:
         """This device done, then (several processes) every rank here: a window starts and ends together on all
@@ -419,7 +500,7 @@ class _Trainer:
         if config.batch_size % self._world:
             raise UsageError(f"batch size {config.batch_size} does not split evenly over {self._world} processes")
         device, wrap = _join_world(_device(model, config.loader, config.data))
-        _prepare_device(device)
+        _prepare_device(device, model.matmul_precision)
         self._device = device
         self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device, wrap)
         self._smoothing = config.optimizer.label_smoothing
@@ -657,6 +738,13 @@ def _top_k_hits(logits: torch.Tensor, labels: torch.Tensor, k: int) -> int:
     return int((top == labels.unsqueeze(1)).any(dim=1).sum())
 
 
+def _image_layout(model: ModelConfig) -> str | None:
+    """The layout an image network's convolutions run in: NCHW, PyTorch's default, unless --channels-last."""
+    if "channels_last" in model.spec.unsupported:  # a network without image tensors
+        return None
+    return "NHWC" if model.channels_last else "NCHW"
+
+
 def _checkpoints(directory: Path) -> list[tuple[int, Path]]:
     """The complete checkpoints in ``directory`` as (epoch, path), oldest first."""
     return sorted((int(match[1]), path) for path in Path(directory).glob("epoch-*.pt")
@@ -699,7 +787,7 @@ class TorchEngine:
 
     def make_runner(self, config: BenchConfig) -> _Runner:
         device = _device(config.model, config.loader, config.data)
-        _prepare_device(device)
+        _prepare_device(device, config.model.matmul_precision)
         return _Runner(config, device)
 
     def make_trainer(self, config: TrainConfig) -> _Trainer:

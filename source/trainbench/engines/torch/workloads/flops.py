@@ -3,7 +3,8 @@ convolutions and attention; a multiply-add counts 2; element-wise work is not co
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -29,31 +30,40 @@ def count_step_flops(loss: Callable[[], torch.Tensor]) -> int:
     return counter.get_total_flops()
 
 
-def train_flops_per_sample(builder: TorchBuilder, network: nn.Module, batch: Batch, batch_size: int,
-                           smoothing: float, autocast: Callable[[], Any]) -> tuple[float | None, str]:
-    """One training step's forward and backward FLOPs over the batch, per sample, and how they were counted.
-
-    The network's state is left as it was: gradients dropped, buffers (batch-norm statistics) and the random
-    generators restored, so the steps that follow are the ones they would have been. The optimizer update is not
-    counted (a few operations per parameter, not per sample)."""
+@contextlib.contextmanager
+def untouched(network: nn.Module) -> Iterator[None]:
+    """Run a probe step (a count, a measurement) on ``network`` and leave its state as it was: gradients dropped,
+    buffers (batch-norm statistics) and the random generators restored, so the steps that follow are the ones they
+    would have been."""
     buffers = [(buffer, buffer.detach().clone()) for buffer in network.buffers()]
     devices = sorted({parameter.device for parameter in network.parameters() if parameter.device.type == "cuda"},
                      key=str)
     try:
         with torch.random.fork_rng(devices=devices):
-            def loss() -> torch.Tensor:
-                with autocast():
-                    return builder.loss(network, batch, smoothing)
-
-            flops = count_step_flops(loss)
-    except (RuntimeError, NotImplementedError, TypeError) as error:  # an operation the counter cannot follow
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        return None, f"FlopCounterMode failed: {type(error).__name__}: {first}"[:300]
+            yield
     finally:
         network.zero_grad(set_to_none=True)
         with torch.no_grad():
             for buffer, saved in buffers:
                 buffer.copy_(saved)
+
+
+def train_flops_per_sample(builder: TorchBuilder, network: nn.Module, batch: Batch, batch_size: int,
+                           smoothing: float, autocast: Callable[[], Any]) -> tuple[float | None, str]:
+    """One training step's forward and backward FLOPs over the batch, per sample, and how they were counted; the
+    network's state is left ``untouched``. The optimizer update is not counted (a few operations per parameter, not
+    per sample)."""
+
+    def loss() -> torch.Tensor:
+        with autocast():
+            return builder.loss(network, batch, smoothing)
+
+    try:
+        with untouched(network):
+            flops = count_step_flops(loss)
+    except (RuntimeError, NotImplementedError, TypeError) as error:  # an operation the counter cannot follow
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        return None, f"FlopCounterMode failed: {type(error).__name__}: {first}"[:300]
     if flops <= 0:
         return None, f"FlopCounterMode counted nothing at batch {batch_size}"
     return flops / batch_size, f"FlopCounterMode, one step (forward and backward) at batch {batch_size}"

@@ -137,3 +137,22 @@ def test_the_cpu_peak_is_the_workers_resident_set_over_the_windows() -> None:
     assert values["peak_memory_kind"] == RESIDENT_PEAK
     assert values["peak_memory_bytes"] >= 64 << 20  # the step's 64 MiB were resident at its peak
     assert values["memory_parameters_bytes"] == 40 and values["memory_activations_bytes"] is None
+
+
+def test_the_activations_are_what_the_backward_pass_keeps_parameters_left_out() -> None:
+    torch = pytest.importorskip("torch")
+    from trainbench.engines.torch import memory
+
+    network = torch.nn.Linear(8, 16, bias=False)
+    inputs = torch.ones(2, 8, requires_grad=True)  # as a layer's input inside a network: its gradient is needed
+    # The product keeps its input (2 x 8 fp32: 64 B) and its weight (a parameter: not an activation); the square
+    # keeps the product's output (2 x 16: 128 B); the sum keeps nothing but a shape.
+    assert memory.activation_bytes(network, lambda: (network(inputs) ** 2).sum()) == 64 + 128
+    assert network.weight.grad is None  # the probe step leaves no gradient behind
+
+
+def test_a_sequence_longer_than_a_tiny_networks_positions_is_refused_before_any_worker(tmp_path: Any) -> None:
+    result = run_main("throughput", "--workload", "gpt2", "--size", "tiny", "--seq-len", "65", "--device", "cpu",
+                      "--output", str(tmp_path))
+    assert_one_line_error(result, "sequence length of --size tiny gpt2 must be a whole number from 8 to 64, got 65")
+    assert not any(tmp_path.iterdir())  # no run folder, so no worker

@@ -76,6 +76,11 @@ def test_throughput_sweep_writes_a_complete_run(tmp_path: Path, framework: str, 
         check_ok_result(entry, steps)
         assert isinstance(entry["gpus_at_window_end"], list)  # NVML state right after the window; none here
         assert entry["input_samples_per_sec"] is None and entry["input_bound"] is None  # synthetic: no input figures
+        # How the step ran and what it held (issue 40): ResNet-50's reference SGD, fp32 kept fp32, its memory.
+        assert (entry["matmul_precision"], entry["optimizer"].split(" ")[0]) == ("highest", "sgd")
+        assert entry["memory_parameters_bytes"] == 4 * entry["parameters"] == entry["optimizer_state_bytes"]
+        assert entry["peak_memory_bytes"] > entry["memory_parameters_bytes"]  # the worker's resident set holds more
+        assert "resident set" in entry["peak_memory_kind"]
     assert (run_dir / "throughput.png").read_bytes().startswith(PNG_MAGIC)
     assert (run_dir / "summary.csv").read_text().startswith("batch_size,status,samples_per_sec")
     versions = env["framework"]

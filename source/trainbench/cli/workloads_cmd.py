@@ -12,7 +12,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "workloads", help="list the workloads the suite benchmarks",
         description="Each workload: its category, what one sample is (samples/s counts them; sequence workloads "
         "also report tokens/s), its shape settings with their defaults and bounds, its sizes (--size), the reference "
-        "implementation each framework builds, and the frameworks it refuses with why.",
+        "implementation each framework builds, the reference's optimizer (what timed runs update with), and the "
+        "frameworks it refuses with why.",
     )
     parser.set_defaults(run=run)
 
@@ -31,6 +32,10 @@ def describe(workload: Workload) -> list[str]:
     lines += [f"  --size {name}: {size.about}" for name, size in workload.sizes.items()]
     lines += [f"  {framework}: {reference}" for framework, reference in workload.references.items()]
     lines += [f"  {framework}: refused: {why}" for framework, why in workload.refused.items()]
+    reference = workload.optimizer
+    recipe = reference.source or (f"{reference.name}, {reference.base_learning_rate:g} per 256 samples, weight decay "
+                                  f"{reference.weight_decay:g}")
+    lines.append(f"  optimizer (what timed runs update with): {recipe}")
     if workload.published_parameters:
         lines.append(f"  parameters at --size full: about {workload.published_parameters / 1e6:.1f} M (published)")
     return lines

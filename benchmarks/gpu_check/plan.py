@@ -329,7 +329,8 @@ def workload_step(name: str, batch: int, needs: tuple[str, ...]) -> Step:
         if row["status"] != "ok":
             return {"failure": f"failed: {row.get('error')}"}
         found = {f"{name}_samples_per_sec": row["samples_per_sec"], f"{name}_tokens_per_sec": row.get("tokens_per_sec"),
-                 f"{name}_joules_per_sample": row.get("joules_per_sample"), f"{name}_mfu": row.get("mfu")}
+                 f"{name}_joules_per_sample": row.get("joules_per_sample"), f"{name}_mfu": row.get("mfu"),
+                 f"{name}_peak_memory_bytes": row.get("peak_memory_bytes")}
         # tokens/s only for sequence workloads; energy and MFU only on a GPU (the CPU's rows say so)
         figures: dict[str, Any] = {key: value for key, value in found.items() if value is not None}
         return {**figures, "info": {"unit": summary.get("sample_unit"), "batch_size": row["batch_size"],

@@ -273,9 +273,9 @@ def _data_step(parts: _Parts, model: ModelConfig, source: DataSource) -> Callabl
 
 
 def _first_loss(strategy: tf.distribute.Strategy, losses: Any) -> tf.Tensor:
-    """The first local replica's loss (its share of the mean): returned by the step as a tensor, never fetched in a
-    window; read afterwards to check that every timed step trained on a finite loss."""
-    return strategy.experimental_local_results(losses)[0] * strategy.num_replicas_in_sync
+    """The first local replica's loss (its 1/replicas share of the mean): returned by the step as a tensor, never
+    fetched in a window; read afterwards (``take_losses``) to check that every timed step trained on a finite loss."""
+    return strategy.experimental_local_results(losses)[0]
 
 
 class _Runner:
@@ -336,7 +336,7 @@ class _Runner:
 
     def take_losses(self) -> list[float]:
         losses, self._losses = self._losses, []
-        return [float(loss) for loss in losses]
+        return [float(loss) * self._strategy.num_replicas_in_sync for loss in losses]
 
     def loss_scale(self) -> float | None:
         if isinstance(self._optimizer, tf_keras.mixed_precision.LossScaleOptimizer):

@@ -315,6 +315,10 @@ def test_every_pair_records_how_its_step_ran_and_what_it_holds(stepped: dict[str
     assert record["optimizer"].startswith(f"{reference} (")
     assert record["image_layout"] == (None if "channels_last" in model.spec.unsupported
                                       else "NHWC" if model.framework == "tf" else "NCHW")
+    # PyTorch names the attention kernel its step ran (the CPU's training steps: math, dropout rules flash out);
+    # TensorFlow cannot tell, and an image network runs none.
+    attends = model.framework == "torch" and "channels_last" in model.spec.unsupported
+    assert record["attention_kernel"] == ("math" if attends else None)
     memory = runner.memory()
     parameters = runner.parameters
     assert memory.parameters == memory.gradients == 4 * parameters

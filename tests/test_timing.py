@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.standins.engine import StandInRunner
 from trainbench.bench.timing import run_window
 from trainbench.bench.worker import measure
 from trainbench.config import BenchConfig, ModelConfig
@@ -69,21 +70,12 @@ def test_hooks_see_every_iteration_number_in_order() -> None:
     assert seen == [0, 1, 2, 3, 4]
 
 
-class CountingRunner:
+class CountingRunner(StandInRunner):
     """A step that does nothing but count: what matters here is how many steps run, and where the syncs fall."""
-
-    samples_per_step = 4
-    tokens_per_step = None
-    compile_s = None  # nothing prepared ahead of the windows
-    parameters = 0
-    train_flops_per_sample = None
-    flops_note = "a counting runner counts no FLOPs"
 
     def __init__(self) -> None:
         self.events: list[str] = []
-
-    def step(self) -> None:
-        self.events.append("step")
+        super().__init__(lambda: self.events.append("step"), samples_per_step=4)
 
     def sync(self) -> None:
         self.events.append("sync")

@@ -91,6 +91,7 @@ def test_tensorflow_synchronises_its_devices_at_both_edges_of_the_window(monkeyp
     runner = object.__new__(tf_engine._Runner)  # its step replaced below; sync() is the engine's own
     runner._strategy = tf.distribute.get_strategy()
     runner._step = lambda: events.seen.append("step")
+    runner._losses = []
     window = run_window(runner, WARMUP, STEPS, clock=events.clock)
     assert len(window.step_s) == STEPS
     assert_synchronised_edges(events.seen)

@@ -37,8 +37,8 @@ from trainbench.engines.input_batches import BEFORE_INPUT
 from trainbench.engines.launchers import process_place
 from trainbench.render.console import per_second
 from trainbench.results.failure import failure_status, one_line
-from trainbench.results.peaks import arithmetic
 from trainbench.results.files import rank_file, write_json_atomic
+from trainbench.results.peaks import arithmetic
 from trainbench.results.records import BatchResult, Status
 from trainbench.results.trust import trust_text
 from trainbench.telemetry.nvml import gpu_state

@@ -24,10 +24,11 @@ RETINANET = register(Workload(
     record_kind="coco",
     builders={"torch": "trainbench.engines.torch.workloads.retinanet",
               "tf": "trainbench.engines.tf.workloads.retinanet"},
-    # torchvision matches anchors to boxes inside the step with data-dependent shapes, which read the GPU: a CUDA
-    # graph cannot capture that (unverified on a GPU; refused rather than left to fail in the worker).
-    unsupported={"cuda_graph": "torchvision's anchor matching has data-dependent shapes, which a CUDA graph cannot "
-                               "capture"},
+    # torchvision checks boxes and matches anchors inside the step, image by image, reading the GPU 9 times per
+    # image (engines/torch/workloads/retinanet.py: HOST_SYNCS_PER_IMAGE, counted on the CPU); a capture fails at the
+    # first read, so --cuda-graph is refused here rather than left to fail in the worker.
+    unsupported={"cuda_graph": "torchvision's loss reads the GPU 9 times per image every step (anchor matching, "
+                               "boolean masks), which a CUDA graph cannot capture"},
     untrainable="no learnable synthetic detection set (throughput, profile and input-bench measure it)",
     data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): engines/{torch,tf}/record_pipeline.py
     published_parameters=34e6,

@@ -43,6 +43,7 @@ from trainbench.engines.base import CHECKPOINTS_KEPT, MemoryBreakdown, Span, is_
 from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.engines.launchers import process_place
 from trainbench.engines.torch import memory
+from trainbench.engines.torch.attention import step_attention_kernel
 from trainbench.engines.torch.workloads import TorchBuilder, builder_of, flops
 from trainbench.errors import UsageError
 from trainbench.frameworks import TORCH
@@ -375,7 +376,7 @@ class _Runner:
         self._activations = self._measure_activations(config, device)
         self.step_record: dict[str, str | None] = {
             "matmul_precision": matmul_precision(), "optimizer": self._parts.optimizer_text,
-            "attention_kernel": None, "image_layout": _image_layout(model)}
+            "attention_kernel": self._attention_kernel(config, device), "image_layout": _image_layout(model)}
         if model.compile or model.cuda_graph:
             if model.cuda_graph and self._distributed:
                 raise UsageError("--cuda-graph runs one process; with --gpus use --compile reduce-overhead")
@@ -416,6 +417,14 @@ class _Runner:
                 return parts.builder.loss(parts.network, batch, config.optimizer.label_smoothing)
 
         return memory.activation_bytes(parts.network, loss)
+
+    def _attention_kernel(self, config: BenchConfig, device: str) -> str | None:
+        """The attention kernel scaled_dot_product_attention chose for the step, on the plain network (eager: a
+        compiled step calls it the same way, with the same arguments)."""
+        parts = self._parts
+        return step_attention_kernel(parts.builder, parts.network, self._probe_batch(config, device),
+                                     config.optimizer.label_smoothing,
+                                     lambda: _autocast(parts.device_type, parts.autocast_dtype))
 
     def _prepare(self, model: ModelConfig) -> float:
         """Compile (torch.compile) or capture (CUDA graph) the step now, timed: no window ever contains it. From

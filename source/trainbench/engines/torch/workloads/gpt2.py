@@ -1,5 +1,16 @@
 """GPT-2 small: Hugging Face ``GPT2LMHeadModel`` from a config (random weights), next-token prediction over
-random sequences; the model shifts the labels (the input ids) itself."""
+random sequences; the model shifts the labels (the input ids) itself.
+
+Attention is transformers' own SDPA function (``sdpa_attention_forward``) registered under a name of ours,
+``CAUSAL_SDPA``, for which transformers has no mask function: ``create_causal_mask`` then returns no mask at once,
+so every layer calls ``scaled_dot_product_attention(attn_mask=None, is_causal=True)``, eager, compiled or captured
+alike (flash attention stays possible on a GPU). Under the stock "sdpa" name, transformers first looks for packed
+sequences in the position ids: eager, ``(packed[:, -1] == 0).all()`` is read on the host every forward (a host sync
+per step, ``masking_utils.find_packed_sequence_indices``); traced (torch.compile, a CUDA graph's capture) the check
+is skipped, and every layer gets an explicit (batch, 1, T, T) mask with ``is_causal=False``, which rules flash out.
+Skipping the mask is exact here: every sequence is a full block (no padding, nothing packed), so the mask would be
+the plain causal one ``is_causal`` applies.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +25,10 @@ from trainbench.engines.torch.workloads._hf import transformers
 
 Batch = tuple[torch.Tensor, torch.Tensor]  # (input ids, labels): the same ids
 IGNORED = -100  # the label Hugging Face's loss leaves out (none here: every block is full)
+CAUSAL_SDPA = "trainbench_causal_sdpa"  # see above: SDPA with is_causal and no mask, nothing read on the host
+
+# The function registered as "sdpa", under a name transformers' AttentionMaskInterface does not know.
+transformers.AttentionInterface.register(CAUSAL_SDPA, transformers.AttentionInterface()["sdpa"])
 
 
 def config(model: ModelConfig) -> transformers.GPT2Config:
@@ -28,6 +43,7 @@ def config(model: ModelConfig) -> transformers.GPT2Config:
 class Gpt2Builder(Builder):
     def build(self, model: ModelConfig) -> nn.Module:
         network = transformers.GPT2LMHeadModel(config(model))
+        network.set_attn_implementation(CAUSAL_SDPA)  # see above: made as "sdpa", transformers' default
         network.loss_type = "ForCausalLM"  # what it falls back to anyway, named so it does not warn every run
         return network
 

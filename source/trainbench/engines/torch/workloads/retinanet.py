@@ -2,7 +2,14 @@
 its training losses (focal classification plus L1 box regression).
 
 Full size is ``retinanet_resnet50_fpn(weights=None, weights_backbone=None)``; other dims build the same network
-from its parts (the FPN's width, the heads' depth), which is that factory's own construction."""
+from its parts (the FPN's width, the heads' depth), which is that factory's own construction.
+
+Its training step makes the host wait for the device ``HOST_SYNCS_PER_IMAGE`` times per image: torchvision checks
+the boxes and matches anchors to them image by image, with values read into Python and shapes that depend on the
+values (counted by ``engines.torch.host_syncs``; the same at every size). So the step cannot be captured as a CUDA
+graph (the descriptor refuses --cuda-graph), and on a GPU the host stops queueing work that often, waiting for
+the device to finish what is queued; TensorFlow's reference matches anchors in its input pipeline, outside the
+step."""
 
 from __future__ import annotations
 
@@ -23,6 +30,16 @@ Targets = dict[str, torch.Tensor]  # "boxes" (batch, boxes, 4) x1 y1 x2 y2 in pi
 Batch = tuple[torch.Tensor, Targets]
 FULL = {"fpn_channels": 256, "head_convs": 4}  # what retinanet_resnet50_fpn builds
 RETURNED_LAYERS = (2, 3, 4)  # C3-C5 into the FPN; P6 and P7 from C5's output: P2 would make too many anchors
+# Per image, in torchvision 0.29's RetinaNet (file:line), forward then backward:
+#   retinanet.py:618      degenerate_boxes.any() in an if: a value read (.item())
+#   _utils.py:408         Matcher.set_low_quality_matches_: torch.where(quality == best) (nonzero)
+#   retinanet.py:171,173  the classification target: boolean-mask index_put_ and index
+#   retinanet.py:182,183  the valid anchors' logits and targets: boolean-mask index (twice)
+#   retinanet.py:186      max(1, num_foreground): a value read
+#   retinanet.py:282      the foreground anchors for the box loss: torch.where (nonzero)
+#   backward of :182      the logits' gradient scattered back through the boolean mask (index_put)
+# Matcher's matches[mask] = constant (_utils.py:386-387) runs as masked_fill_, which reads nothing.
+HOST_SYNCS_PER_IMAGE = 9
 
 
 def _fixed_size(image_size: int) -> dict[str, Any]:

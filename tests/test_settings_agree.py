@@ -51,7 +51,8 @@ RELATED: dict[str, tuple[Any, ...]] = {
     "seq_len": (None, 16),  # None: the option not given
 }
 # Axes no rule relates to another: one value stands for all (their bounds are each option's own check).
-UNRELATED: dict[str, Any] = {"image_size": 32, "num_classes": 10, "seed": 0, "batch_size": 1}
+UNRELATED: dict[str, Any] = {"image_size": 32, "num_classes": 10, "seed": 0, "batch_size": 1, "matmul_precision": "high",
+                             "optimizer": "adamw"}
 # The campaign's own policy, not a rule between settings: a multi-node sweep is a Slurm job.
 CAMPAIGN_ONLY = ("nodes",)
 # The fast subset crosses these groups in full (each with the axes most rules read). The slow tests cross every

@@ -19,7 +19,7 @@ from trainbench.campaign import (
     parse_overrides,
     planned_runs,
 )
-from trainbench.config import BenchConfig, ProfileConfig, field_default
+from trainbench.config import BenchConfig, OptimizerConfig, ProfileConfig, field_default
 from trainbench.errors import UsageError
 from trainbench.results.layout import in_unfinished_run
 
@@ -192,6 +192,42 @@ def test_a_gpu_loader_axis_needs_data_and_gives_the_loader(tmp_path: Path) -> No
     assert kept[(False, "gpu")].loader == "gpu" and kept[(False, "gpu")].data == str(data.resolve())
 
 
+def test_the_step_axes_reach_the_configurations_named_in_their_config_strings(tmp_path: Path) -> None:
+    """matmul_precision is the model's; optimizer is the workload's reference settings for its own optimizer, an
+    other optimizer's usual ones otherwise (OptimizerConfig.reference); neither is dropped by the legality filter."""
+    axes = {"workload": ["resnet50", "bert"], "size": ["tiny"], "matmul_precision": ["highest", "high"],
+            "optimizer": ["sgd", "adamw"], "batch_size": [2]}
+    matrix = matrix_of(tmp_path, {"axes": axes})
+    by_name = {experiment.name: bench_configs(matrix, experiment)[0] for experiment in experiments(matrix)}
+    assert len(by_name) == 2 * 2 * 2  # every combination is legal
+    high = by_name["resnet50-torch-fp32-tiny-img64-matmul_high-opt_adamw"]
+    assert high.model.matmul_precision == "high" and high.optimizer == OptimizerConfig.reference("resnet50", "adamw")
+    reference = by_name["bert-torch-fp32-tiny-seq32-matmul_highest-opt_adamw"]
+    assert reference.model.matmul_precision == "highest" and reference.optimizer == OptimizerConfig.reference("bert")
+    assert by_name["bert-torch-fp32-tiny-seq32-matmul_highest-opt_sgd"].optimizer.name == "sgd"
+
+
+def test_without_the_step_axes_each_workload_updates_with_its_reference_at_highest(tmp_path: Path) -> None:
+    matrix = matrix_of(tmp_path, {"axes": {"workload": ["resnet50", "transformer"], "size": ["tiny"],
+                                           "batch_size": [2]}})
+    configs = {e.value("workload"): bench_configs(matrix, e)[0] for e in experiments(matrix)}
+    assert {name: config.optimizer.name for name, config in configs.items()} == {"resnet50": "sgd",
+                                                                                 "transformer": "adam"}
+    assert all(config.model.matmul_precision == "highest" for config in configs.values())
+    assert not any("matmul" in name or "opt_" in name for name in names(matrix))  # defaults: not in the strings
+
+
+@pytest.mark.parametrize(("axis", "value", "fragment"), [
+    ("optimizer", "lamb", "unknown optimizer 'lamb'"), ("optimizer", None, "sgd, adam, adamw"),
+    ("matmul_precision", "medium", "unknown matmul precision 'medium'"), ("matmul_precision", True, "highest"),
+])
+def test_a_bad_step_axis_value_is_one_line_naming_the_axis(tmp_path: Path, axis: str, value: object,
+                                                            fragment: str) -> None:
+    with pytest.raises(UsageError) as error:
+        matrix_of(tmp_path, {"axes": {axis: [value], "batch_size": [1]}})
+    one_line_error(error, f"axes.{axis}", fragment)
+
+
 @pytest.mark.parametrize("value", ["fastest", 3])
 def test_an_unknown_compile_mode_is_one_line(tmp_path: Path, value: object) -> None:
     with pytest.raises(UsageError) as error:
@@ -284,6 +320,8 @@ def test_fingerprint_changes_with_the_plan_and_not_with_key_order(tmp_path: Path
         {**base, "exclude": [{"framework": "torch"}]},
         {**base, "axes": {"framework": ["torch", "tf"], "batch_size": [1, 4]}},
         {**base, "axes": {"framework": ["torch", "tf"], "batch_size": [1, 2], "seed": [0]}},
+        {**base, "axes": {"framework": ["torch", "tf"], "batch_size": [1, 2], "optimizer": ["adamw"]}},
+        {**base, "axes": {"framework": ["torch", "tf"], "batch_size": [1, 2], "matmul_precision": ["high"]}},
     ]
     assert len({fingerprint, *(matrix_of(tmp_path, raw).fingerprint() for raw in changed)}) == len(changed) + 1
     overridden = load_matrix(write(tmp_path, yaml.safe_dump(base)), parse_overrides(["steps=9"]))

@@ -342,6 +342,19 @@ def test_scaling_efficiency_against_the_same_setting_with_one_process() -> None:
     assert pd.isna(summary.loc["tf_gpus2", "scaling_efficiency"])  # no tf run with one process to compare with
 
 
+def test_scaling_efficiency_holds_when_a_recorded_step_value_is_empty_on_a_failed_repetition() -> None:
+    """matmul_precision is a column whether or not an axis names it: empty on a failed row, which must not make
+    the configuration another setting (NaN equals nothing) and lose its scaling efficiency."""
+    rows = [{"config": f"torch_gpus{gpus}", "framework": "torch", "gpus": gpus, "experiment": gpus,
+             "batch_size": 32, "status": status, "samples_per_sec": rate,
+             "matmul_precision": "highest" if status == "ok" else None,
+             "run_folder": f"run_{repetition}_torch_gpus{gpus}_ret_0"}
+            for gpus, runs in ((1, [("oom", None), ("ok", 100.0)]), (2, [("ok", 150.0)]))
+            for repetition, (status, rate) in enumerate(runs)]
+    summary = campaign_summary(pd.DataFrame(rows)).set_index("config")
+    assert summary.loc["torch_gpus2", "scaling_efficiency"] == pytest.approx(150.0 / (2 * 100.0))
+
+
 # --- what the table leaves out: invalid values, a second folder of one run, another matrix's runs ---------------
 
 
@@ -503,3 +516,41 @@ def test_a_campaign_without_a_workload_axis_names_resnet50(campaign: tuple[Path,
     readable = table[table["run_folder"] != info["corrupt"]]
     assert set(readable["workload"]) == {"resnet50"} and set(readable["sample_unit"]) == {"image"}
     assert table.loc[table["run_folder"] == info["corrupt"], "workload"].isna().all()  # no run file: unknown
+
+
+STEP_MATRIX = """\
+axes:
+  framework: [torch]
+  optimizer: [sgd, adamw]
+  batch_size: [2, 4]
+"""
+
+
+def test_a_step_axis_fills_its_result_field_s_column_and_its_memory_columns_are_there(tmp_path: Path) -> None:
+    """optimizer is an axis and a result field: one column (the field's), holding what the matrix asked on every row
+    of those runs, the oom row too; a result field no axis names (matmul_precision) holds what the run recorded.
+    The memory fields are columns."""
+    path = tmp_path / "matrix.yaml"
+    path.write_text(STEP_MATRIX)
+    root = tmp_path / "campaign"
+    for planned, (repetition, experiment) in enumerate(planned_runs(load_matrix(path))):
+        folder = run_folder(root, planned, repetition, experiment, "_ret_1")
+        name = experiment.values["optimizer"]
+        values = {key: value for key, value in timed(2).items() if key != "_windows"}
+        values |= {"optimizer": f"{name} (torch, foreach)", "matmul_precision": "highest",
+                   "peak_memory_bytes": 3 * 2**30, "memory_optimizer_bytes": 2**20}
+        throughput(folder, [BatchResult(2, Status.OK, None, values), BatchResult.failed(4, Status.OOM, OOM)])
+    table = read_back(root)
+    columns = list(table.columns)
+    assert columns.count("optimizer") == 1 and columns.count("matmul_precision") == 1
+    assert columns.index("optimizer") > columns.index("run_folder")  # the field's place, not among the axes
+    assert {"peak_memory_bytes", "peak_memory_kind", "memory_activations_bytes", "memory_note"} <= set(columns)
+    by_config = {config: rows for config, rows in table.groupby("config")}
+    assert set(by_config) == {"torch-fp32-img224-opt_sgd", "torch-fp32-img224-opt_adamw"}
+    for config, rows in by_config.items():
+        assert set(rows["optimizer"]) == {config.rsplit("_", 1)[1]}  # the axis's value, on the oom row too
+        assert set(rows["status"]) == {"ok", "oom"}
+    ok = table[table["status"] == "ok"]
+    assert set(ok["matmul_precision"]) == {"highest"} and set(ok["peak_memory_bytes"]) == {3 * 2**30}
+    assert table.loc[table["status"] == "oom", "matmul_precision"].isna().all()  # recorded nowhere: empty
+    assert list(campaign_summary(table)["ok"]) == [1, 0, 1, 0]

@@ -10,7 +10,13 @@ import pytest
 from scipy.stats import ttest_ind
 
 from tests.conftest import assert_one_line_error, run_cli, run_main
-from trainbench.bench.compare import compare_runs, load_run, setting_differences, settings_sentence
+from trainbench.bench.compare import (
+    compare_runs,
+    load_run,
+    setting_differences,
+    settings_sentence,
+    step_line,
+)
 from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.results.records import BatchResult
 
@@ -149,6 +155,68 @@ def test_a_default_and_the_same_value_given_are_one_setting(tmp_path: Path) -> N
         load_run(bert("shorter", 16, 16))
     assert setting_differences(default, given) == []
     assert settings_sentence(default, shorter) == "The runs differ in one setting: model.seq_len (A 32, B 16)."
+
+
+def step_run(path: Path, matmul: str | None, optimizer: str | None, recorded: str | None = None,
+             **header: object) -> Path:
+    """A run whose header records the step (format 5: model.matmul_precision, the optimizer's config) or, with
+    None, does not (a file from before); ``recorded``: the optimizer as the results name it, with its
+    implementation."""
+    step: dict[str, object] = {}
+    if matmul is not None:
+        step["model"] = {"framework": "torch", "matmul_precision": matmul}
+    if optimizer is not None:
+        step["optimizer"] = {"name": optimizer, "momentum": 0.9, "base_learning_rate": 0.1}
+    path.mkdir()
+    run = ThroughputRun(path, {**HEADER, **step, **header})
+    run.add(BatchResult.from_row({"batch_size": 8, "status": "ok", "samples_per_sec": 100.0, "windows": 3,
+                                  "window_samples_per_sec": [100.0, 101.0, 99.0],
+                                  **({"optimizer": recorded} if recorded else {})}))
+    return path
+
+
+def test_matmul_precision_and_the_optimizer_are_settings_that_make_runs_unlike(tmp_path: Path) -> None:
+    base = load_run(step_run(tmp_path / "base", "highest", "sgd", "sgd (torch, foreach)"))
+    high = load_run(step_run(tmp_path / "high", "high", "sgd", "sgd (torch, foreach)"))
+    adamw = load_run(step_run(tmp_path / "adamw", "highest", "adamw", "adamw (torch, fused)"))
+    both = load_run(step_run(tmp_path / "both", "high", "adamw", framework="tf"))
+    assert settings_sentence(base, high) == "The runs differ in one setting: matmul_precision (A highest, B high)."
+    assert settings_sentence(base, adamw) == "The runs differ in one setting: optimizer (A sgd, B adamw)."
+    assert setting_differences(base, both) == [("framework", "torch", "tf"), ("matmul_precision", "highest", "high"),
+                                               ("optimizer", "sgd", "adamw")]  # no model.matmul_precision twice
+    assert step_line(base, base) == "step: matmul_precision highest in both; optimizer sgd (torch, foreach) in both"
+    assert step_line(base, both) == \
+        "step: matmul_precision A highest, B high; optimizer A sgd (torch, foreach), B adamw"
+
+
+def test_a_run_from_before_format_5_has_an_unknown_step_never_the_default(tmp_path: Path) -> None:
+    """A file without matmul_precision (or optimizer) is not "highest": not counted as a difference, nor as the
+    same, and the sentence and the step line say so."""
+    old = load_run(step_run(tmp_path / "old", None, None))
+    new = load_run(step_run(tmp_path / "new", "highest", "sgd"))
+    tf = load_run(step_run(tmp_path / "tf", "highest", "sgd", framework="tf"))
+    assert setting_differences(old, new) == []
+    assert settings_sentence(old, new) == (
+        "The runs differ in no recorded setting, but A does not record matmul_precision or optimizer (a file from "
+        "before format 5): the change may be the step's, the machine's or the code's.")
+    assert settings_sentence(tf, old) == (
+        "The runs differ in one setting: framework (A tf, B torch); B does not record matmul_precision or optimizer "
+        "(a file from before format 5), which may differ too.")
+    assert step_line(old, new) == ("step: matmul_precision A not recorded, B highest; optimizer A not recorded, B sgd "
+                                   "(A: unknown, not taken as highest or the reference optimizer)")
+    assert step_line(old, old) is None  # two runs from before: compared as they always were
+    assert settings_sentence(old, old) == "The runs differ in no setting: the change is the machine's or the code's."
+
+
+def test_the_cli_prints_the_step_line_below_the_settings(tmp_path: Path) -> None:
+    a = step_run(tmp_path / "a", "highest", "sgd")
+    b = step_run(tmp_path / "b", "high", "adamw")
+    lines = run_main("compare", str(a), str(b)).stdout.splitlines()
+    assert lines[:4] == ["These runs differ in 2 settings (matmul_precision, optimizer): a change below is not the "
+                         "effect of any one of them.", "  matmul_precision: A highest, B high",
+                         "  optimizer: A sgd, B adamw", "step: matmul_precision A highest, B high; optimizer A sgd, "
+                         "B adamw"]
+    assert lines[4].split()[:3] == ["batch", "A", "images/s"]
 
 
 def test_the_cli_prints_the_sentence_the_table_and_each_verdict(tmp_path: Path) -> None:

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 
 from tests.conftest import assert_one_line_error, run_cli, run_main
 from trainbench.bench import max_batch, sweep
-from trainbench.bench.max_batch import MAX_BATCH_FILE, MaxBatchSearch, parse_bytes, search
+from trainbench.bench.max_batch import MaxBatchSearch, parse_bytes, search
 from trainbench.config import BenchConfig, ModelConfig
+from trainbench.results.layout import MAX_BATCH
 from trainbench.results.records import BatchResult, Status
 
 MiB = 2**20
@@ -215,7 +216,7 @@ def test_the_run_records_every_try_and_the_verdict(tmp_path: Path, fake_worker: 
     said: list[str] = []
     store, state = max_batch.measure_max_batch(CONFIG, tmp_path, 10 * MiB, said.append)
     assert state.complete and store.path.parent == tmp_path
-    verdict = json.loads((store.path / MAX_BATCH_FILE).read_text())
+    verdict = json.loads((store.path / MAX_BATCH).read_text())
     summary = json.loads((store.path / "summary.json").read_text())
     assert verdict["format"] >= 5 and verdict["memory_limit_bytes"] == 10 * MiB and verdict["complete"]
     assert [(t["batch_size"], t["fits"], t["why"]) for t in verdict["tries"]] == [
@@ -234,7 +235,7 @@ def test_the_run_records_every_try_and_the_verdict(tmp_path: Path, fake_worker: 
 
 def test_the_run_without_a_limit_goes_on_past_out_of_memory(tmp_path: Path, fake_worker: None) -> None:
     store, _ = max_batch.measure_max_batch(CONFIG, tmp_path, None, lambda line: None)
-    verdict = json.loads((store.path / MAX_BATCH_FILE).read_text())
+    verdict = json.loads((store.path / MAX_BATCH).read_text())
     assert [t["batch_size"] for t in verdict["tries"]] == [4, 8, 16, 32, 24, 20, 22, 23]
     assert verdict["first_no_fit"] == {"batch_size": 24, "why": "oom", "peak_memory_bytes": None,
                                        "error": "CUDA out of memory. Tried to allocate 1.00 GiB"}
@@ -255,7 +256,7 @@ def test_ctrl_c_leaves_every_try_and_the_partial_verdict(tmp_path: Path, fake_wo
     with pytest.raises(KeyboardInterrupt):
         max_batch.measure_max_batch(CONFIG, tmp_path, 10 * MiB, lambda line: None)
     (run_dir,) = tmp_path.iterdir()
-    verdict = json.loads((run_dir / MAX_BATCH_FILE).read_text())
+    verdict = json.loads((run_dir / MAX_BATCH).read_text())
     summary = json.loads((run_dir / "summary.json").read_text())
     assert [(r["batch_size"], r["status"]) for r in summary["results"]] == [(4, "ok"), (8, "ok"), (16, "interrupted")]
     assert [(t["batch_size"], t["fits"]) for t in verdict["tries"]] == [(4, True), (8, True), (16, None)]
@@ -290,7 +291,7 @@ def test_the_search_finds_a_batch_within_the_limit_and_the_next_size_tried_over_
                      "--output", str(tmp_path / "search"))
     assert result.returncode == 0, result.stdout + result.stderr
     run_dir = Path(result.stdout.strip().splitlines()[-1])
-    verdict = json.loads((run_dir / MAX_BATCH_FILE).read_text())
+    verdict = json.loads((run_dir / MAX_BATCH).read_text())
     rows = peaks(run_dir)
     assert verdict["complete"] and verdict["memory_limit_bytes"] == limit and verdict["stopped"] is None
     assert [t["batch_size"] for t in verdict["tries"]] == list(rows)  # every try is a batch result, in order

@@ -1,18 +1,29 @@
-"""Which settings two measurements differ in, versions in any notation, and the pairs that differ in one."""
+"""Which settings two measurements differ in, versions in any notation, the pairs that differ in one, and how a
+run's step ran as its header records it."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from trainbench.bench.sweep import run_header
+from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, to_dict
+from trainbench.results.header import RunHeader
 from trainbench.results.run_settings import (
+    STEP,
     Pair,
     differing,
     one_setting_pairs,
     pairs_by_difference,
     same_value,
+    step_as_run,
     version_parts,
 )
+from trainbench.results.store import read_summary
+
+KEPT = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h100_torch" / "throughput_torch_fp32_cuda"
 
 
 def test_versions_in_two_notations_are_one() -> None:
@@ -82,3 +93,25 @@ def test_two_hundred_copies_of_a_sweep_group_without_comparing_every_two() -> No
     assert len(pairs) == 2 * 200 * 200 and Pair(0, 1, "batch_size") in pairs and Pair(0, 2, "batch_size") not in pairs
     counts = pairs_by_difference(rows)
     assert counts[()].pairs == 3 * 200 * 199 // 2 and counts[("batch_size",)].pairs == 3 * 200 * 200
+
+
+def test_a_run_header_records_the_optimizer_beside_the_model_and_reads_back_the_step() -> None:
+    model = ModelConfig(framework="torch", workload="bert", size="tiny", device="cpu", matmul_precision="high")
+    config = BenchConfig(model=model, batch_size=2, optimizer=OptimizerConfig.reference("bert", "sgd"))
+    written = run_header(config).to_json()
+    assert written["optimizer"] == to_dict(config.optimizer) and written["model"]["matmul_precision"] == "high"
+    assert list(written).index("optimizer") == list(written).index("model") + 1
+    read = RunHeader.read(written)
+    assert (read.matmul_precision, read.optimizer_name) == ("high", "sgd") and read.to_json() == written
+    assert step_as_run(written) == {"matmul_precision": "high", "optimizer": "sgd"} and tuple(step_as_run(read)) == STEP
+    default = run_header(BenchConfig(model=ModelConfig(device="cpu"), batch_size=2)).to_json()
+    assert step_as_run(default) == {"matmul_precision": "highest", "optimizer": "sgd"}  # resnet50's reference
+
+
+def test_a_header_from_before_format_5_reads_the_step_as_unknown_not_as_the_defaults() -> None:
+    header = read_summary(KEPT / "summary.json").header  # a kept format 1 run
+    assert "optimizer" not in header and "matmul_precision" not in header.get("model", {})
+    assert step_as_run(header) == {"matmul_precision": None, "optimizer": None}
+    odd = RunHeader.read({"framework": "torch", "optimizer": "adamw", "model": {"matmul_precision": 1}})
+    assert (odd.optimizer, odd.optimizer_name, odd.matmul_precision) == (None, None, None)
+    assert odd.to_json()["optimizer"] == "adamw"  # no object: kept in extra, written back as it was

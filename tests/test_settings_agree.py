@@ -51,8 +51,8 @@ RELATED: dict[str, tuple[Any, ...]] = {
     "seq_len": (None, 16),  # None: the option not given
 }
 # Axes no rule relates to another: one value stands for all (their bounds are each option's own check).
-UNRELATED: dict[str, Any] = {"image_size": 32, "num_classes": 10, "seed": 0, "batch_size": 1, "matmul_precision": "high",
-                             "optimizer": "adamw"}
+UNRELATED: dict[str, Any] = {"image_size": 32, "num_classes": 10, "seed": 0, "batch_size": 1,
+                             "matmul_precision": "high", "optimizer": "adamw"}
 # The campaign's own policy, not a rule between settings: a multi-node sweep is a Slurm job.
 CAMPAIGN_ONLY = ("nodes",)
 # The fast subset crosses these groups in full (each with the axes most rules read). The slow tests cross every
@@ -146,6 +146,7 @@ def by_campaign(values: Mapping[str, Any]) -> BenchConfig | str:
 def same_settings(cli: BenchConfig, campaign: BenchConfig) -> None:
     """The model, input, launch and profiler agree; the campaign keeps 'auto', which the runner resolves."""
     assert cli.model == dataclasses.replace(campaign.model, device=cli.model.device)
+    assert cli.optimizer == campaign.optimizer  # the workload's reference unless an axis or --optimizer names one
     assert (cli.data, cli.loader, cli.launch.processes_per_node) == (campaign.data, campaign.loader,
                                                                      campaign.launch.processes_per_node)
     assert (cli.profile and cli.profile.tool) == (campaign.profile and campaign.profile.tool)

@@ -6,9 +6,14 @@ interval, and a sentence. With one window a side there is no test, and the sente
 needed: per-step times are correlated in time, so they are no sample for an honest test, and steps.csv is not read.
 
 A comparison also says which settings of the two runs differ (``settings_sentence``): a change measured across two
-or more settings is the effect of none of them alone. Settings are what is measured (``SETTINGS``, the model's
-options, the GPUs); versions, driver, CPU and Python are the environment, listed apart (``environment_sentence``).
-Versions are equal in any notation (cuDNN 90100 is "9"): ``results.run_settings``.
+or more settings is the effect of none of them alone. Settings are what is measured (``SETTINGS``, how the step ran:
+``STEP``, the model's options, the GPUs); versions, driver, CPU and Python are the environment, listed apart
+(``environment_sentence``). Versions are equal in any notation (cuDNN 90100 is "9"): ``results.run_settings``.
+
+The step's settings (``STEP``: the fp32 products' ``matmul_precision`` and the ``optimizer``'s name, format 5) are
+shown for both runs (``step_line``) and differ like any other setting. A file from before format 5 records neither:
+they read unknown there, never "highest" or the reference optimizer (those runs took their framework's default: TF32
+in TensorFlow), so they are not counted as a difference, and the step line says which run does not record them.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from trainbench.errors import UsageError
 from trainbench.results import fields
 from trainbench.results.layout import ENV, SUMMARY
 from trainbench.results.records import BatchResult
-from trainbench.results.run_settings import differing
+from trainbench.results.run_settings import STEP, differing, step_as_run
 from trainbench.results.significance import compare_results
 from trainbench.results.store import read_summary
 from trainbench.workloads import settings as shape_settings
@@ -42,6 +47,7 @@ COLUMNS = ["batch_size", f"{RATE}_a", f"{RATE}_b", "change_pct", "change_low_pct
 SETTINGS = ("workload", "framework", "precision",
             *(setting.name for setting in shape_settings.SETTINGS if setting.in_header), "device", "data",
             "warmup_steps", "timed_steps", "sync_every_step")
+NOT_RECORDED = "not recorded"
 Difference = tuple[str, Any, Any]  # (setting, A's value, B's value)
 
 
@@ -107,16 +113,18 @@ def load_run(run_dir: Path) -> ComparedRun:
 
 
 def measured_settings(run: ComparedRun) -> dict[str, Any]:
-    """What decides the number measured: the header's ``SETTINGS``, the model's options and the GPUs (the GPUs only
-    where env.json reports on them: an absent file is no "none")."""
+    """What decides the number measured: the header's ``SETTINGS``, the step's (``STEP``, where recorded), the
+    model's options and the GPUs (the GPUs only where env.json reports on them: an absent file is no "none")."""
     settings = {key: run.header.get(key) for key in SETTINGS if key in run.header}
+    settings.update({key: value for key, value in step_as_run(run.header).items() if value is not None})
     model = run.header.get("model")
     if isinstance(model, dict):
         # The model's options as asked (None: the workload's default), with the shape settings as run from the
         # header's "params" (defaults resolved): a default and the same value given are one setting, not a change.
         params = run.header.get("params")
         effective = {**model, **(params if isinstance(params, dict) else {})}
-        settings.update({f"model.{key}": value for key, value in effective.items() if key not in SETTINGS})
+        settings.update({f"model.{key}": value for key, value in effective.items()
+                         if key not in SETTINGS and key not in STEP})
     if "gpu" in run.env:
         gpu = found if isinstance(found := run.env.get("gpu"), dict) else {}
         gpus = [g.get("name") for g in gpu.get("gpus", []) if isinstance(g, dict)]
@@ -165,16 +173,63 @@ def _values(differences: list[Difference]) -> str:
     return "; ".join(f"{name} (A {a}, B {b})" for name, a, b in differences)
 
 
+def unrecorded(run_a: ComparedRun, run_b: ComparedRun) -> dict[str, list[str]]:
+    """The step settings (``STEP``) one run records and the other does not (a file from before format 5), by the
+    run that does not ("A", "B"): unknown there, so they may differ."""
+    a, b = step_as_run(run_a.header), step_as_run(run_b.header)
+    found: dict[str, list[str]] = {}
+    for side, mine, theirs in (("A", a, b), ("B", b, a)):
+        names = [name for name in STEP if mine[name] is None and theirs[name] is not None]
+        if names:
+            found[side] = names
+    return found
+
+
 def settings_sentence(run_a: ComparedRun, run_b: ComparedRun) -> str:
-    """Whether a change between the runs can be one setting's effect, in one sentence."""
+    """Whether a change between the runs can be one setting's effect, in one sentence; a step setting that one run
+    does not record may differ too, and the sentence says so rather than counting it equal or different."""
     measured, _ = split_differences(run_a, run_b)
+    unknown = "; ".join(f"{side} does not record {' or '.join(names)} (a file from before format 5)"
+                        for side, names in unrecorded(run_a, run_b).items())
     if not measured:
+        if unknown:
+            return (f"The runs differ in no recorded setting, but {unknown}: the change may be the step's, the "
+                    "machine's or the code's.")
         return "The runs differ in no setting: the change is the machine's or the code's."
+    more = f"; {unknown}, which may differ too" if unknown else ""
     if len(measured) == 1:
-        return f"The runs differ in one setting: {_values(measured)}."
+        return f"The runs differ in one setting: {_values(measured)}{more}."
     names = ", ".join(name for name, _, _ in measured)
-    return (f"These runs differ in {len(measured)} settings ({names}): a change below is not the effect of any one "
-            "of them.")
+    return (f"These runs differ in {len(measured)} settings ({names}){more}: a change below is not the effect of "
+            "any one of them.")
+
+
+def _step_shown(run: ComparedRun, name: str, value: str | None) -> str:
+    """A step setting as shown: the optimizer as its ok results recorded it where they agree and name it
+    ("adamw (torch, fused)": its implementation too), else the header's value; "not recorded"."""
+    if value is None:
+        return NOT_RECORDED
+    if name == "optimizer":
+        recorded = {str(r.values[name]) for r in run.results.values() if r.ok and r.values.get(name) is not None}
+        if len(recorded) == 1 and (found := recorded.pop()).split(" ")[0] == value:
+            return found
+    return value
+
+
+def step_line(run_a: ComparedRun, run_b: ComparedRun) -> str | None:
+    """"step: matmul_precision highest in both; optimizer A sgd (torch, foreach), B adamw (torch, fused)", saying
+    which run does not record them (unknown, not taken as "highest"); None when neither run records any (files from
+    before format 5, which compare as they always did)."""
+    a, b = step_as_run(run_a.header), step_as_run(run_b.header)
+    if all(value is None for value in (*a.values(), *b.values())):
+        return None
+    parts = []
+    for name in STEP:
+        shown_a, shown_b = _step_shown(run_a, name, a[name]), _step_shown(run_b, name, b[name])
+        parts.append(f"{name} {shown_a} in both" if shown_a == shown_b else f"{name} A {shown_a}, B {shown_b}")
+    missing = [side for side, values in (("A", a), ("B", b)) if None in values.values()]
+    note = f" ({' and '.join(missing)}: unknown, not taken as highest or the reference optimizer)" if missing else ""
+    return f"step: {'; '.join(parts)}{note}"
 
 
 def environment_sentence(run_a: ComparedRun, run_b: ComparedRun) -> str | None:

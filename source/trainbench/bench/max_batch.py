@@ -10,36 +10,26 @@ never tried.
 
 ``MaxBatchSearch`` is the search alone, over results handed to it (no clock, no process): ``search`` drives it with
 any try function. ``measure_max_batch`` is the run: every try through ``sweep.run_worker`` into one new throughput
-run folder (all tries in summary.json as ordinary batch results), and the verdict in ``MAX_BATCH_FILE`` beside
+run folder (all tries in summary.json as ordinary batch results), and the verdict in ``results.layout.MAX_BATCH`` beside
 it, replaced atomically after every try so that a killed or interrupted search leaves what it had found.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainbench.bench.sweep import run_header, run_title, run_worker
+from trainbench.bench.sweep import finish_run, run_worker, start_run
 from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.worker import rate_text
 from trainbench.config import MAX_BATCH_SIZE, BenchConfig
-from trainbench.render.console import format_table, per_second
-from trainbench.render.plot import plot_throughput
-from trainbench.render.telemetry_plot import plot_telemetry
-from trainbench.results.files import create_run_dir, write_json_atomic
-from trainbench.results.layout import ENV, TELEMETRY_PLOT, THROUGHPUT_PLOT
+from trainbench.render.console import per_second
+from trainbench.results.files import write_json_atomic
+from trainbench.results.layout import MAX_BATCH
 from trainbench.results.records import BatchResult, Status, is_measurement
-from trainbench.telemetry.env import collect_env
-from trainbench.telemetry.schema import TELEMETRY_DIR
-
-# The verdict's file in the run folder. Only this module writes it and tests read it; results.layout names the
-# files every reader shares.
-MAX_BATCH_FILE = "max_batch.json"
 
 # Why a try did not fit.
 OOM = "oom"
@@ -254,16 +244,12 @@ def _verdict_text(tried: Try, limit: int | None) -> str:
 def measure_max_batch(config: BenchConfig, output: Path, limit: int | None, echo: Callable[[str], None],
                       timeout_s: float | None = None) -> tuple[ThroughputRun, MaxBatchSearch]:
     """The search from ``config.batch_size`` into a new run folder under ``output``: each try a worker
-    (``run_worker``) recorded in summary.json, the verdict in ``MAX_BATCH_FILE`` after every try. A Ctrl-C leaves
+    (``run_worker``) recorded in summary.json, the verdict in ``MAX_BATCH`` after every try. A Ctrl-C leaves
     every try recorded and the partial verdict written, then goes on up (the CLI says so and exits 130)."""
     model = config.model
-    run_dir = create_run_dir(output, f"{model.framework}_{model.precision}_{model.device}")
-    environment = collect_env(sys.argv, dict(os.environ))
-    write_json_atomic(run_dir / ENV, environment)
-    store = ThroughputRun(run_dir, run_header(config).to_json())
-    verdict_path = run_dir / MAX_BATCH_FILE
+    store, environment = start_run(config, output, echo)
+    verdict_path = store.path / MAX_BATCH
     write_json_atomic(verdict_path, MaxBatchSearch(config.batch_size, limit).to_json())  # a search, from its start
-    echo(f"run folder: {run_dir}")
     versions: dict[str, Any] = {}
 
     def try_batch(size: int) -> BatchResult:
@@ -288,13 +274,7 @@ def measure_max_batch(config: BenchConfig, output: Path, limit: int | None, echo
     finally:
         if latest:  # again: a Ctrl-C that landed while the last try's verdict was being written
             write_json_atomic(verdict_path, latest[0].to_json())
-        write_json_atomic(run_dir / ENV, {**environment, "framework": versions})
-    rows = sorted(store.rows(), key=lambda row: row["batch_size"])  # tried out of order; shown by size
-    title = run_title(model)
-    plot_throughput({model.framework: rows}, run_dir / THROUGHPUT_PLOT, title, model.spec.sample_unit)
-    if plot_telemetry(run_dir / TELEMETRY_DIR, run_dir / TELEMETRY_PLOT, f"GPU telemetry: {title}"):
-        echo(f"GPU timeline: {run_dir / TELEMETRY_PLOT}")
-    echo(format_table(rows, model.spec.sample_unit))
+        finish_run(store, model, environment, versions, echo)
     echo(f"verdict: {verdict_path}")
     echo(state.summary_line(model.spec.sample_unit))
     return store, state

@@ -19,13 +19,14 @@ from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.worker import SWEEP_ENV, rate_text, sweep_identity
 from trainbench.config import BenchConfig, ModelConfig, to_dict
 from trainbench.render.console import format_table
-from trainbench.render.plot import plot_throughput
+from trainbench.render.plot import plot_memory, plot_throughput
 from trainbench.render.telemetry_plot import plot_telemetry
 from trainbench.results.failure import says_out_of_memory
 from trainbench.results.files import create_run_dir, rank_files, write_json_atomic
 from trainbench.results.header import Profiling, RunHeader, Timing
 from trainbench.results.layout import (
     ENV,
+    MEMORY_PLOT,
     TELEMETRY_PLOT,
     THROUGHPUT_PLOT,
     WORKER_CONFIG,
@@ -173,6 +174,7 @@ def run_header(config: BenchConfig, profiling: Profiling | None = None) -> RunHe
     params = model.params()
     return RunHeader(framework=model.framework, precision=model.precision, device=model.device,
                      image_size=params.get("image_size"), data=config.data_label, model=to_dict(model),
+                     optimizer=to_dict(config.optimizer),  # what the step updates with: compare holds it equal
                      workload=model.workload, sample_unit=model.spec.sample_unit, size=model.size, params=params,
                      launch=to_dict(config.launch),  # batch sizes are per process; images/s counts every process
                      timing=None if profiling else timing, profiling=profiling)
@@ -188,20 +190,38 @@ def measure_throughput(
 ) -> ThroughputRun:
     """A whole sweep (one model configuration, several batch sizes) into a new run folder under ``output``, or into
     ``run_dir`` (a campaign's folder for this run, already made and empty); ``env``: set for every worker."""
-    model = configs[0].model
+    store, environment = start_run(configs[0], output, echo, run_dir, env)
+    versions = run_sweep(configs, store, echo, timeout_s, env)
+    finish_run(store, configs[0].model, environment, versions, echo)
+    return store
+
+
+def start_run(config: BenchConfig, output: Path, echo: Callable[[str], None], run_dir: Path | None = None,
+              env: Mapping[str, str] | None = None) -> tuple[ThroughputRun, dict[str, Any]]:
+    """A new run folder for ``config``'s settings (or ``run_dir``, made and empty) with its env.json and its
+    header: what a sweep and a --max-batch search measure into. Returns the store and the environment recorded."""
+    model = config.model
     run_dir = run_dir or create_run_dir(output, f"{model.framework}_{model.precision}_{model.device}")
     environment = collect_env(sys.argv, {**os.environ, **(env or {})})  # what the workers run with
     write_json_atomic(run_dir / ENV, environment)
-    store = ThroughputRun(run_dir, run_header(configs[0]).to_json())
+    store = ThroughputRun(run_dir, run_header(config).to_json())
     echo(f"run folder: {run_dir}")
-    versions = run_sweep(configs, store, echo, timeout_s, env)
+    return store, environment
+
+
+def finish_run(store: ThroughputRun, model: ModelConfig, environment: dict[str, Any], versions: dict[str, Any],
+               echo: Callable[[str], None]) -> None:
+    """The framework's versions into env.json, the run's figures drawn and its table printed, by batch size (a
+    search tries them out of order)."""
+    run_dir = store.path
     write_json_atomic(run_dir / ENV, {**environment, "framework": versions})
+    rows = sorted(store.rows(), key=lambda row: row["batch_size"])
     title = run_title(model)
-    plot_throughput({model.framework: store.rows()}, run_dir / THROUGHPUT_PLOT, title, model.spec.sample_unit)
+    plot_throughput({model.framework: rows}, run_dir / THROUGHPUT_PLOT, title, model.spec.sample_unit)
+    plot_memory({model.framework: rows}, run_dir / MEMORY_PLOT, title, model.spec.sample_unit)
     if plot_telemetry(run_dir / TELEMETRY_DIR, run_dir / TELEMETRY_PLOT, f"GPU telemetry: {title}"):
         echo(f"GPU timeline: {run_dir / TELEMETRY_PLOT}")
-    echo(format_table(store.rows(), model.spec.sample_unit))
-    return store
+    echo(format_table(rows, model.spec.sample_unit))
 
 
 def shape_text(model: ModelConfig) -> str:

@@ -23,10 +23,12 @@ pandas, no cleaning needed). Columns, in order:
   the run's axis value (empty when its campaign_run.json cannot be read).
 - One column per axis of the matrix except batch_size and workload, named as in the matrix (``framework``,
   ``precision``, ``image_size``, ``data``, ``xla``...): the run's values (the union over runs; empty where a run
-  lacks one).
+  lacks one). An axis named like a result field (``matmul_precision``, ``optimizer``) has no column here: the
+  field's own column holds the axis's value on every row of the runs that have the axis (what was asked, the same
+  on an oom row), and what the run recorded on the others (``"adamw (torch, fused)"``: name and implementation).
 - ``batch_size``; ``window``: the timed window (0, 1... with ``windows: N``), empty for a batch size with no
   measurement (a failure: one row) and for a profiled one.
-- ``status`` (ok, oom, error, interrupted, invalid), ``error`` (why it failed, or a warning on an ok result).
+- ``status`` (ok, oom, error, interrupted, diverged, invalid), ``error`` (why it failed, or a warning on an ok result).
   ``invalid``: the run recorded it ok but a measured value (samples/s, a time, energy...) is NaN, infinite,
   negative or not a number; ``error`` names the file and the field (``results.store.read_summary``), and such values
   are left empty in the row so that every numeric column stays numeric.
@@ -34,9 +36,11 @@ pandas, no cleaning needed). Columns, in order:
 - Then every result field that ``results.fields`` writes to results.csv, in the registry's order:
   ``samples_per_sec`` (over all windows of the batch size together, repeated on each of its rows),
   ``window_samples_per_sec`` (that window's own samples/s), the input pipeline's rate, the step times and counts,
-  ``compile_s``, the GPU telemetry (the same on each window's row) and what a sample costs: ``tokens_per_sec``
+  ``compile_s``, the GPU telemetry (the same on each window's row), what a sample costs: ``tokens_per_sec``
   (sequence workloads), ``parameters``, ``train_flops_per_sample``, ``achieved_flops`` and ``mfu`` (empty where not
-  measured: the CPU, an unknown GPU); see the registry for each one's meaning.
+  measured: the CPU, an unknown GPU), the machine's load, how the step ran (``matmul_precision``, ``optimizer``,
+  ``attention_kernel``, ``image_layout``) and its memory (``peak_memory_bytes`` and its kind, the breakdown by
+  parameters, gradients, optimizer and activations, ``memory_note``); see the registry for each one's meaning.
 - A profiled run (a ``profiler`` other than none) has one row per batch size, its samples/s columns empty
   (samples/s under a profiler are no throughput), and its profile record's values (``profiled_iterations``,
   ``profiled_samples_per_sec``, ``window_s``, the profiler's own summary columns...) in extra columns after all
@@ -302,7 +306,7 @@ def throughput_rows(result: BatchResult) -> list[Row]:
 
 def _profile_column(name: str) -> bool:
     """Whether a profile record's value has a column: its own, or a measured one (never a run's, nor samples/s)."""
-    if name in RATE_COLUMNS or name in AXES:
+    if name in RATE_COLUMNS or (name in AXES and name not in result_values()):
         return False
     return name not in columns() or name in result_values()
 
@@ -352,7 +356,10 @@ def folder_rows(folder: RunFolder, info: RunInfo | None, problem: str | None) ->
         rows = [_error_row(str(error))]
     except (OSError, ValueError, TypeError) as error:  # a summary of unexpected shape: say so, go on
         rows = [_error_row(f"{folder.path}: {type(error).__name__}: {error}")]
-    return [{**shared, **row} for row in rows]
+    # An axis named like a result field (matmul_precision, optimizer) fills the field's column with what the matrix
+    # asked: one value per configuration, on its failed rows too ("adamw", not the recorded "adamw (torch, fused)").
+    asked = {name: shared[name] for name in info.values if name in shared and name in result_values()}
+    return [{**shared, **row, **asked} for row in rows]
 
 
 def _read_folder(folder: RunFolder) -> tuple[RunInfo | None, str | None]:
@@ -366,10 +373,11 @@ def _read_folder(folder: RunFolder) -> tuple[RunInfo | None, str | None]:
 
 
 def _axis_columns(infos: Iterable[RunInfo | None]) -> list[str]:
-    """The union of the runs' axes: in the matrix's order, unknown names (a newer matrix) after them; workload has
-    its fixed column."""
+    """The union of the runs' axes: in the matrix's order, unknown names (a newer matrix) after them; workload and
+    the axes named like a result field (matmul_precision, optimizer) have their fixed columns."""
+    fixed = columns()
     names = dict.fromkeys(name for info in infos if info for name in info.values
-                          if name not in ("batch_size", WORKLOAD))
+                          if name not in ("batch_size", WORKLOAD) and name not in fixed)
     return [axis for axis in AXES if axis in names] + [name for name in names if name not in AXES]
 
 
@@ -518,7 +526,7 @@ def campaign_summary(table: pd.DataFrame) -> pd.DataFrame:
         row = {"config": config, "batch_size": None if pd.isna(batch_size) else int(batch_size),
                "runs": int(group["run_folder"].nunique()), "ok": int(group.loc[ok, "run_folder"].nunique()),
                "invalid": int(group.loc[invalid, "run_folder"].nunique()), **_statistics(_rates(group, ok))}
-        setting = (tuple(group[axis].iloc[0] for axis in others), row["batch_size"])
+        setting = (tuple(_first(group[axis]) for axis in others), row["batch_size"])
         gpus = int(group["gpus"].iloc[0]) if "gpus" in group.columns and pd.notna(group["gpus"].iloc[0]) else None
         groups.append((_group_order(group, batch_size), row, setting, gpus))
     _scaling_efficiency(groups)
@@ -526,6 +534,13 @@ def campaign_summary(table: pd.DataFrame) -> pd.DataFrame:
     summary = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     summary["batch_size"] = summary["batch_size"].astype("Int64")
     return summary
+
+
+def _first(column: pd.Series) -> Any:
+    """A configuration's value of a column: its first present one (a result field named like an axis, such as
+    matmul_precision, is empty on a failed row), None when none is: NaN would never equal itself as a key."""
+    present = column.dropna()
+    return present.iloc[0] if not present.empty else None
 
 
 def _scaling_efficiency(groups: list[tuple[Any, dict[str, Any], Any, int | None]]) -> None:

@@ -18,7 +18,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare two throughput runs with a significance test",
         description="Whether the runs differ in one setting, in several (then a change is no one setting's effect) "
-        "or in none; then per batch size: samples/s of both runs (in the workload's unit; tokens/s and MFU where "
+        "or in none, and how each run's step ran (matmul precision, optimizer; unknown in files from before they "
+        "were recorded); then per batch size: samples/s of both runs (in the workload's unit; tokens/s and MFU where "
         "recorded; runs of different workloads are refused), B's change over A with its 95 % interval, and "
         "Welch's t-test on the windows' samples/s (significant when p < --alpha). Runs need 2 or more windows a "
         "side for a verdict (--windows 3 or more for a useful one).",
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         settings_sentence,
         split_differences,
         statuses,
+        step_line,
     )
 
     run_a, run_b = load_run(Path(args.run_a)), load_run(Path(args.run_b))
@@ -47,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     if len(measured) > 1:  # the sentence names them; their values here
         for setting, value_a, value_b in measured:
             print(f"  {setting}: A {value_a}, B {value_b}")
+    if (step := step_line(run_a, run_b)) is not None:
+        print(step)
     if (env := environment_sentence(run_a, run_b)) is not None:
         print(env)
     if table.empty:

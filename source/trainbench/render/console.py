@@ -58,13 +58,13 @@ def unit_header(header: str, sample_unit: str) -> str:
 
 
 # Cells shown in another scale than the field's unit (the header says which): seconds as ms, FLOP/s as TFLOP/s,
-# fractions as percent.
-SCALE = {"s": 1e3, "FLOP/s": 1e-12, "fraction": 1e2}
+# fractions as percent, bytes as MiB ("peak memory MiB").
+SCALE = {"s": 1e3, "FLOP/s": 1e-12, "fraction": 1e2, "B": 2.0**-20}
 
 
 def _text(f: Field, value: Any) -> str:
-    """A cell: seconds as milliseconds, FLOP/s as TFLOP/s, fractions as percent (the header says so), rates to two
-    decimals, flags as yes/no."""
+    """A cell: seconds as milliseconds, FLOP/s as TFLOP/s, fractions as percent, bytes as MiB (the header says so),
+    rates to two decimals, flags as yes/no."""
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -2,7 +2,9 @@
 
 The page's tables show "median step (ms)" where summary.csv holds ``step_time_median_s`` (in seconds): the headers
 and units are derived here, in one place, from the field registry (``results.fields``: each field's unit and the
-console table's header). The files keep their raw names and units; only the page converts.
+console table's header). A size in bytes (unit "B") is shown in the binary unit it reads best in, each cell with its
+own ("812.4 MiB", "1.534 GiB"): peak memories of one table span KiB to GiB. The files keep their raw names and
+units; only the page converts.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ _WORDS = {
     "sampled_power_w": "sampled power", "sm_clock_median_mhz": "median SM clock",
     "temperature_max_c": "max temperature",
     "train_flops_per_sample": "training FLOP per sample", "peak_flops": "peak",
+    "matmul_precision": "matmul precision", "peak_memory_bytes": "peak memory",
+    "peak_memory_kind": "peak memory measured by", "memory_parameters_bytes": "parameter memory",
+    "memory_gradients_bytes": "gradient memory", "memory_optimizer_bytes": "optimizer memory",
+    "memory_activations_bytes": "activation memory", "optimizer_state_bytes": "optimizer state memory",
 }
 # The page's unit where it is not the file's: (unit shown, factor from the file's value).
 _SHOWN_UNITS = {"step_time_median_s": ("ms", 1e3), "step_time_p10_s": ("ms", 1e3), "step_time_p90_s": ("ms", 1e3),
@@ -41,8 +47,8 @@ _CONSOLE_UNIT = re.compile(r"\s+(ms|%)$")  # "step median ms", "MFU %": the unit
 
 def header(name: str) -> str:
     """The page's header of a column: the field's words with its unit in brackets ("median step (ms)",
-    "window (s)", "MFU (%)"), a count or flag's plain words; a name the registry lacks with spaces for
-    underscores."""
+    "window (s)", "MFU (%)"), a count or flag's plain words, a size's words alone (each cell says its unit); a name
+    the registry lacks with spaces for underscores."""
     if name in _OTHERS:
         return _OTHERS[name]
     field = fields.BY_NAME.get(name)
@@ -50,17 +56,39 @@ def header(name: str) -> str:
         return name.replace("_", " ")
     unit = _SHOWN_UNITS.get(name, (field.unit, 1.0))[0]
     words = _WORDS.get(name) or _CONSOLE_UNIT.sub("", field.console) or name.replace("_", " ")
-    if not unit or unit == "fraction" or words.endswith(unit):  # "samples/s" holds its unit already
+    if not unit or unit in ("fraction", BYTES) or words.endswith(unit):  # "samples/s" holds its unit already
         return words
     return f"{words} ({unit})"
 
 
 def shown(name: str, value: Any) -> Any:
-    """A value in the page's unit for its column (seconds of a step as ms, a fraction of peak as %)."""
-    factor = _SHOWN_UNITS.get(name, ("", 1.0))[1]
-    if factor == 1.0 or isinstance(value, bool) or not isinstance(value, int | float):
+    """A value in the page's unit for its column (seconds of a step as ms, a fraction of peak as %, a size as
+    "1.534 GiB")."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return value
-    return value * factor
+    field = fields.BY_NAME.get(name)
+    if field is not None and field.unit == BYTES and math.isfinite(value) and value >= 0:
+        return size_text(value)
+    factor = _SHOWN_UNITS.get(name, ("", 1.0))[1]
+    return value if factor == 1.0 else value * factor
+
+
+# --- sizes in bytes ------------------------------------------------------------------------------------------
+
+BYTES = "B"  # the registry's unit of a size
+_BINARY = (("TiB", 2.0**40), ("GiB", 2.0**30), ("MiB", 2.0**20), ("KiB", 2.0**10))
+
+
+def size_unit(largest: float) -> tuple[str, float]:
+    """The binary unit a size of ``largest`` bytes reads best in, and its factor from bytes: the largest unit it
+    holds one of (GiB from 1 GiB), bytes below 1 KiB."""
+    return next(((unit, 1.0 / size) for unit, size in _BINARY if largest >= size), (BYTES, 1.0))
+
+
+def size_text(value: float) -> str:
+    """"812.4 MiB", "1.534 GiB", "96 B": 4 significant digits, as the page's other numbers."""
+    unit, factor = size_unit(value)
+    return f"{value * factor:.4g} {unit}"
 
 
 # --- trust: how much the windows of one batch size agree -------------------------------------------------------

@@ -3,9 +3,11 @@
 A row is one ok batch size of a throughput run (its samples are its timed windows' own samples/s) or one
 configuration x batch size of a campaign (its samples are its ok repetitions' samples/s; its rate is their median,
 as ``campaign summary`` gives it). Its settings are what the run's header records (framework, precision, device,
-size, image size, sequence length, data, compile / CUDA graph / XLA / channels-last, processes, the GPU's name from
-env.json and the batch size), read the same way for a run and for a campaign's runs, so that a campaign row and a
-run row of the same setting pair.
+size, image size, sequence length, data, compile / CUDA graph / XLA / channels-last, how the step ran: matmul
+precision and optimizer (unknown, None, in files from before format 5), processes, the GPU's name from env.json and
+the batch size), read the same way for a run and for a campaign's runs, so that a campaign row and a run row of the
+same setting pair. Beside the rate, a row holds what was recorded of the work and the memory: tokens/s, MFU and the
+peak memory (a campaign's: the median over its ok repetitions).
 
 Pairs are the rows of one workload that differ in exactly one setting (``results.run_settings.one_setting_pairs``:
 batch sizes with their neighbours only), each compared by ``results.significance.compare_rates``: B is the later
@@ -27,11 +29,19 @@ from typing import Any
 import pandas as pd
 
 from trainbench.render.console import per_second
+from trainbench.render.plot import PEAK_MEMORY
 from trainbench.report.found import Campaign, ReportData, RunRecord
 from trainbench.results import fields
 from trainbench.results.header import WORKLOAD, RunHeader
 from trainbench.results.records import Status
-from trainbench.results.run_settings import Pair, one_setting_pairs, pairs_by_difference, settings_as_run
+from trainbench.results.run_settings import (
+    STEP,
+    Pair,
+    one_setting_pairs,
+    pairs_by_difference,
+    settings_as_run,
+    step_as_run,
+)
 from trainbench.results.significance import Verdict, compare_rates, window_rates
 from trainbench.results.trust import trust_flags, window_spread, worst_of
 from trainbench.workloads.settings import SHAPES
@@ -40,7 +50,7 @@ from trainbench.workloads.settings import SHAPES
 # declared shape settings (workloads.settings), the shapes: another one (num_classes) is a setting where a
 # campaign varies it, as its own axis.
 SETTINGS = ("framework", "precision", "device", "size", *SHAPES, "data", "compile", "cuda_graph", "xla",
-            "channels_last", "gpus", "gpu", "batch_size")
+            "channels_last", *STEP, "gpus", "gpu", "batch_size")
 SYNTHETIC = "synthetic"
 WINDOWS, REPETITIONS = "windows", "repetitions"
 ADVICE = {WINDOWS: "--windows 3", REPETITIONS: "a matrix with repeats: 3"}  # how to get enough samples
@@ -48,7 +58,7 @@ MAX_PAIRS = 30  # pairs shown per differing setting
 MAX_UNCOMPARED = 12  # combinations of differing settings listed as not compared
 # The measured columns after the settings (the CSV's and the page's order).
 MEASURES = ("samples_per_sec", "sample", "n", "cv_pct", "spread_pct", "per_window_s", "tokens_per_sec", "mfu",
-            "flags", "source")
+            PEAK_MEMORY, "flags", "source")
 
 
 # --- one row per measured setting ----------------------------------------------------------------------------
@@ -97,7 +107,13 @@ def settings_of(header: Mapping[str, Any], gpu: str | None = None) -> dict[str, 
             **{name: shapes[name] for name in SHAPES}, "data": data if data == SYNTHETIC else Path(str(data)).name,
             "compile": (model.get("compile_mode") or "default") if compiled else compiled,
             "cuda_graph": model.get("cuda_graph"), "xla": model.get("xla"), "channels_last": model.get("channels_last"),
-            "gpus": world, "gpu": gpu if read.device not in (None, "cpu") else None}
+            **step_as_run(read), "gpus": world, "gpu": gpu if read.device not in (None, "cpu") else None}
+
+
+def _bytes(value: Any) -> int | None:
+    """A size as whole bytes (a median of two may fall on a half): ranking.csv holds 3221225472, not 3.2e9."""
+    number = _number(value)
+    return None if number is None else round(number)
 
 
 def _count(value: Any) -> int:
@@ -130,7 +146,8 @@ def run_rows(run: RunRecord, gpu: str | None = None) -> list[dict[str, Any]]:
                      "sample": WINDOWS, "samples": samples, "n": len(samples), "cv_pct": cv, "spread_pct": spread_pct,
                      "per_window_s": _per_window({"windows": header.timing and header.timing.windows, **values}),
                      "tokens_per_sec": _number(values.get("tokens_per_sec")), "mfu": _number(values.get("mfu")),
-                     "flags": trust_flags(values), "source": run.shown_name})
+                     PEAK_MEMORY: _bytes(values.get(PEAK_MEMORY)), "flags": trust_flags(values),
+                     "source": run.shown_name})
     return rows
 
 
@@ -152,7 +169,15 @@ def _from_axes(row: Mapping[str, Any]) -> dict[str, Any]:
             "data": data if data == SYNTHETIC else Path(str(data)).name,
             "compile": "default" if compiled is True else compiled,
             "cuda_graph": _plain(row.get("cuda_graph")), "xla": _plain(row.get("xla")),
-            "channels_last": _plain(row.get("channels_last")), "gpus": _plain(row.get("gpus")) or 1, "gpu": None}
+            "channels_last": _plain(row.get("channels_last")), "matmul_precision": _plain(row.get("matmul_precision")),
+            "optimizer": _optimizer_name(_plain(row.get("optimizer"))), "gpus": _plain(row.get("gpus")) or 1,
+            "gpu": None}
+
+
+def _optimizer_name(value: Any) -> Any:
+    """The optimizer's name from results.csv's cell: the axis's ("adamw") or the run's record, which names its
+    implementation after it ("adamw (torch, fused)")."""
+    return value.split(" ")[0] if isinstance(value, str) else value
 
 
 def campaign_rows(campaign: Campaign, gpus: Mapping[Path, str] | None = None) -> list[dict[str, Any]]:
@@ -190,6 +215,7 @@ def _campaign_row(campaign: Campaign, config: str, batch: int, ok: list[dict[str
     flags = trust_flags(worst_of(values))
     per_window = [seconds for each in values if (seconds := _per_window(each)) is not None]
     work = {name: _median([_number(row.get(name)) for row in ok]) for name in ("tokens_per_sec", "mfu")}
+    work[PEAK_MEMORY] = _bytes(_median([_number(row.get(PEAK_MEMORY)) for row in ok]))
     unit = _plain(first.get("sample_unit"))
     return {"workload": _plain(first.get("workload")) or WORKLOAD, "sample_unit": unit or "sample", **settings,
             **{axis: _plain(first.get(axis)) for axis in extra}, "batch_size": batch,
@@ -270,10 +296,13 @@ def varying(frame: pd.DataFrame, names: Sequence[str]) -> list[str]:
 
 
 def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """The ranking as ranking.csv holds it: every setting, the samples as "a;b;c", the flags joined by "; "."""
+    """The ranking as ranking.csv holds it: every setting, the samples as "a;b;c", the flags joined by "; ", the peak
+    memory in whole bytes."""
     ranked = ranking(frame)
     return ranked.assign(samples=[";".join(f"{value:.6g}" for value in samples) for samples in ranked["samples"]],
-                         flags=["; ".join(flags) for flags in ranked["flags"]])
+                         flags=["; ".join(flags) for flags in ranked["flags"]],
+                         # whole bytes with blanks, which an object column of ints and None would write as floats
+                         **{PEAK_MEMORY: pd.array(ranked[PEAK_MEMORY].tolist(), dtype="Int64")})
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ On disk the header is flat, as readers and scripts have always read it:
 - what one sample costs, from the runner (the first batch size that measured it): ``parameters``,
   ``train_flops_per_sample`` and ``flops_note`` (how they were counted; format 4);
 - ``framework``, ``precision``, ``image_size``, ``device`` (the model's own, repeated at the top: what every reader
-  asks first), ``data`` (``"synthetic"`` or the data folder) and ``model`` (the whole model configuration);
+  asks first), ``data`` (``"synthetic"`` or the data folder), ``model`` (the whole model configuration, its
+  ``matmul_precision`` included) and ``optimizer`` (the optimizer configuration the step updates with: its
+  ``name``, learning rate, weight decay...; format 5);
 - a throughput run's timing (``Timing``): ``warmup_steps``, ``timed_steps``, ``windows``, ``sync_every_step``,
   ``telemetry_interval_s``;
 - ``launch`` (how many processes measured together);
@@ -21,8 +23,10 @@ On disk the header is flat, as readers and scripts have always read it:
 
 Older shapes read: a profile.json written before this header holds its framework, precision, image size and device
 inside ``model`` only, and no data, launch or workload (a value not recorded reads None, and is not written back);
-a summary.json from before ``windows`` was recorded has none. Keys this module does not know are kept in ``extra``
-and written back after the others.
+a summary.json from before ``windows`` was recorded has none; one from before format 5 has no ``optimizer`` and no
+``model.matmul_precision``: both read None (``optimizer_name``, ``matmul_precision``), unknown, never taken as the
+reference optimizer or "highest" (those runs took each framework's own default: TF32 in TensorFlow). Keys this
+module does not know are kept in ``extra`` and written back after the others.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ class Profiling:
     clock_control: str | None = None
 
 
-_OBJECTS = ("model", "launch")
+_OBJECTS = ("model", "launch", "optimizer")
 _TIMING = tuple(f.name for f in fields(Timing))
 _PROFILING = tuple(f.name for f in fields(Profiling))
 _KNOWN = frozenset({"workload", "sample_unit", "size", "params", "framework", "precision", "image_size", "data",
@@ -72,8 +76,9 @@ _KNOWN = frozenset({"workload", "sample_unit", "size", "params", "framework", "p
 
 @dataclass(frozen=True)
 class RunHeader:
-    """A run's settings. ``model`` is the whole model configuration (``ModelConfig``'s fields); ``timing`` is set
-    for a throughput run, ``profiling`` for a profile; None anywhere: not recorded (an older file)."""
+    """A run's settings. ``model`` is the whole model configuration (``ModelConfig``'s fields), ``optimizer`` the
+    optimizer's (``OptimizerConfig``'s); ``timing`` is set for a throughput run, ``profiling`` for a profile; None
+    anywhere: not recorded (an older file)."""
 
     framework: str | None
     precision: str | None
@@ -91,14 +96,29 @@ class RunHeader:
     flops_note: str | None = None
     timing: Timing | None = None
     profiling: Profiling | None = None
+    optimizer: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def matmul_precision(self) -> str | None:
+        """fp32 products' precision as set ("highest", "high"); None: not recorded (a file from before format 5,
+        whose run took its framework's default: unknown, not "highest")."""
+        value = self.model.get("matmul_precision")
+        return value if isinstance(value, str) else None
+
+    @property
+    def optimizer_name(self) -> str | None:
+        """The optimizer the step updated with ("sgd", "adamw"); None: not recorded (a file from before format 5)."""
+        value = (self.optimizer or {}).get("name")
+        return value if isinstance(value, str) else None
 
     def to_json(self) -> dict[str, Any]:
         """The flat header a summary file starts with; values not recorded are left out."""
         out: dict[str, Any] = {"workload": self.workload, "sample_unit": self.sample_unit, "size": self.size,
                                "params": self.params, "framework": self.framework, "precision": self.precision,
                                "image_size": self.image_size, "data": self.data, "device": self.device,
-                               "model": self.model, **{name: getattr(self, name) for name in WORK}}
+                               "model": self.model, "optimizer": self.optimizer,
+                               **{name: getattr(self, name) for name in WORK}}
         if self.timing is not None:
             out.update({name: getattr(self.timing, name) for name in _TIMING})
         out["launch"] = self.launch
@@ -112,9 +132,9 @@ class RunHeader:
     def read(cls, header: Mapping[str, Any]) -> RunHeader:
         """The header of a summary of any format so far (``RunSummary.header``, or the file's whole object). Never
         raises: values are taken as the file holds them, and each reader checks those it computes with (a text
-        image size leaves a model's results out, naming it); a ``model`` or ``launch`` that is no object is kept
-        in ``extra``, written back as it was."""
-        model, launch = (header.get(name) for name in _OBJECTS)
+        image size leaves a model's results out, naming it); a ``model``, ``launch`` or ``optimizer`` that is no
+        object is kept in ``extra``, written back as it was."""
+        model, launch, optimizer = (header.get(name) for name in _OBJECTS)
         inside = model if isinstance(model, dict) else {}
         extra = {name: value for name, value in header.items()
                  if name not in _KNOWN or (name in _OBJECTS and value is not None and not isinstance(value, dict))}
@@ -127,7 +147,8 @@ class RunHeader:
                    sample_unit=header.get("sample_unit") or SAMPLE_UNIT, size=header.get("size", inside.get("size")),
                    params=header.get("params") if isinstance(header.get("params"), dict) else None,
                    **{name: header.get(name) for name in WORK},
-                   timing=_timing(header), profiling=_profiling(header), extra=extra)
+                   timing=_timing(header), profiling=_profiling(header),
+                   optimizer=optimizer if isinstance(optimizer, dict) else None, extra=extra)
 
 
 def _timing(header: Mapping[str, Any]) -> Timing | None:

@@ -5,7 +5,8 @@ Writers and readers import these names; no other module spells them (a test scan
 - A throughput run's folder (``trainbench throughput``, a campaign's run): ``SUMMARY`` (the header and every batch
   size's result), ``SUMMARY_CSV`` (one row per batch size), ``STEPS`` (every step's time), ``ENV`` (the machine
   and software), ``LOGS``/ (each worker's ``batch_<X>.log``, ``.config.json``, ``.result.json``: ``worker_file``)
-  and the pictures ``THROUGHPUT_PLOT`` and ``TELEMETRY_PLOT``.
+  and the pictures ``THROUGHPUT_PLOT``, ``MEMORY_PLOT`` (peak memory against batch size, where a result recorded it)
+  and ``TELEMETRY_PLOT``.
 - A profile's folder (``profile_folder``: ``profiled_data_<profiler>``): ``PROFILE`` in place of the summary,
   ``SUMMARY_CSV``, ``ENV``, ``LOGS``/ and ``PROFILE_PLOT``; the profiler's own files per batch size
   (``batch_file``).
@@ -31,6 +32,8 @@ ENV = "env.json"
 LOGS = "logs"
 WORKER_LOG, WORKER_CONFIG, WORKER_RESULT = ".log", ".config.json", ".result.json"  # logs/batch_<X><suffix>
 THROUGHPUT_PLOT, TELEMETRY_PLOT = "throughput.png", "telemetry.png"
+MEMORY_PLOT = "memory.png"  # peak memory against batch size, beside throughput.png
+MAX_BATCH = "max_batch.json"  # throughput --max-batch: the search's verdict (bench.max_batch)
 
 # a profile's folder
 PROFILE = "profile.json"

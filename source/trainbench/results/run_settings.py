@@ -1,7 +1,9 @@
 """A run's shape settings as run, what two measured settings differ in, and which pairs differ in exactly one.
 
 ``settings_as_run`` answers what a run's shape settings were (``workloads.settings`` declares them), read from its
-header the one way every reader reads them; ``workloads.settings.shape_words`` says them in words.
+header the one way every reader reads them; ``workloads.settings.shape_words`` says them in words. ``step_as_run``
+answers how its step ran (``STEP``: the fp32 products' matmul precision, the optimizer's name), None where a file
+from before format 5 does not say: unknown, never "highest" or the reference optimizer.
 
 A change measured between two runs is a change of that one setting only when everything else is the same: the report
 and ``trainbench compare`` compare such pairs and mark the others. A setting is a flat name -> value mapping (the
@@ -33,6 +35,17 @@ def settings_as_run(header: Mapping[str, Any] | RunHeader) -> dict[str, Any]:
     params = read.params or {}
     return {setting.name: getattr(read, setting.name) if setting.in_header else params.get(setting.name)
             for setting in shape_settings.SETTINGS}
+
+
+# How the step ran (format 5): settings like the others, which compare and the report hold equal across a comparison.
+STEP = ("matmul_precision", "optimizer")
+
+
+def step_as_run(header: Mapping[str, Any] | RunHeader) -> dict[str, str | None]:
+    """``STEP``'s values as the run recorded them: the model's ``matmul_precision`` and the optimizer's name; None:
+    not recorded (a file from before format 5, whose run took its framework's default: unknown, not "highest")."""
+    read = header if isinstance(header, RunHeader) else RunHeader.read(header)
+    return {"matmul_precision": read.matmul_precision, "optimizer": read.optimizer_name}
 
 
 def recorded_at(name: str) -> str:

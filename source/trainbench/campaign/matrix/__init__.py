@@ -18,7 +18,9 @@ workload (``trainbench workloads``' names, default resnet50), size (full, tiny),
 framework, precision, device (``trainbench throughput``'s names; "auto" is kept, resolved by the runner),
 batch_size, image_size, num_classes (absent: the data's classes, else the workload's, as ``--num-classes``), seed,
 data ("synthetic" or a data folder, relative to the current folder, stored resolved), xla, channels_last,
-cuda_graph (true/false), compile (true/false, or one of torch.compile's modes: ``reduce-overhead``...), loader
+cuda_graph (true/false), compile (true/false, or one of torch.compile's modes: ``reduce-overhead``...),
+matmul_precision (highest, high: the fp32 products' precision, ``ModelConfig``'s; absent: highest), optimizer (sgd,
+adam, adamw: ``OptimizerConfig.reference(workload, name)``; absent: each workload's reference optimizer), loader
 (cpu, gpu: where real images are decoded), profiler ("none" or one of ``trainbench profile``'s profilers), gpus
 (whole number >= 1: PyTorch processes under torchrun, the batch size per process), nodes (1 here; several nodes:
 scripts/slurm/).
@@ -54,9 +56,12 @@ Config strings (run folders' names): framework, precision and the workload's sha
 workload first), every other axis that has more than one value or whose one value is not the default (``xla``,
 ``no_xla``, ``gpus2``, ``data_<folder name>_<8 hex digits of the path's sha256>``...). Tokens never contain "-",
 "/" or white space, so two experiments of one matrix never share a string, and reordering keys changes nothing.
+The step's axes are named in their tokens: ``matmul_high``, ``opt_adamw``.
 
 The fingerprint is the sha256 of a canonical JSON (sorted keys) of the axes, repeats, settings and exclude rules:
-a resumed campaign can refuse a different matrix; the order of mapping keys does not change it.
+a resumed campaign can refuse a different matrix; the order of mapping keys does not change it. Its ``format``
+(``FINGERPRINT_FORMAT``) changes when the same matrix would measure another step: format 2 sets the matmul precision
+explicitly, so a campaign begun before is refused as another matrix rather than mixed with runs of the new step.
 """
 
 from trainbench.campaign.matrix.configs import bench_configs

@@ -7,7 +7,14 @@ from typing import Any
 
 from trainbench.campaign.matrix.plan import Experiment, Matrix
 from trainbench.campaign.matrix.values import AXIS_DEFAULTS, NO_PROFILER, SYNTHETIC
-from trainbench.config import BenchConfig, LaunchConfig, ModelConfig, ProfileConfig, model_config_from
+from trainbench.config import (
+    BenchConfig,
+    LaunchConfig,
+    ModelConfig,
+    OptimizerConfig,
+    ProfileConfig,
+    model_config_from,
+)
 from trainbench.data.model_data import with_data
 
 
@@ -32,5 +39,6 @@ def bench_configs(matrix: Matrix, experiment: Experiment) -> list[BenchConfig]:
         timing = {"warmup_steps": 0, "steps": 1, "windows": 1, "sync_every_step": False, "profile": window}
     model = _model(experiment)
     launch = LaunchConfig(processes_per_node=value("gpus"), nodes=value("nodes"))  # torchrun for gpus > 1
-    return [BenchConfig(model=model, batch_size=size, data=data, loader=value("loader"), launch=launch, **timing)
-            for size in matrix.batch_sizes]
+    optimizer = OptimizerConfig.reference(model.workload, value("optimizer"))  # None: the workload's reference
+    return [BenchConfig(model=model, batch_size=size, optimizer=optimizer, data=data, loader=value("loader"),
+                        launch=launch, **timing) for size in matrix.batch_sizes]

@@ -88,9 +88,10 @@ def _token(axis: str, value: Any) -> str:
     return f"{_PREFIXES.get(axis, '')}{value}"
 
 
-# A number's token starts with its axis: the shape settings' declared prefixes ("img64"), the others' own names.
+# A number's token starts with its axis: the shape settings' declared prefixes ("img64"), the others' own names; so do
+# the step's texts, which alone would not say what they set ("matmul_high", "opt_adamw").
 _PREFIXES = {**{setting.name: setting.prefix for setting in shape_settings.SETTINGS}, "seed": "seed", "gpus": "gpus",
-             "nodes": "nodes"}
+             "nodes": "nodes", "matmul_precision": "matmul_", "optimizer": "opt_"}
 
 
 def _data_token(path: str) -> str:

@@ -19,6 +19,7 @@ from trainbench import workloads
 from trainbench.config import (
     COMPILE_MODES,
     LOADERS,
+    OPTIMIZERS,
     PARAM_FIELDS,
     PROFILERS,
     BenchConfig,
@@ -36,7 +37,10 @@ from trainbench.workloads.settings import SHAPES, checked_bounds
 SYNTHETIC = "synthetic"
 NO_PROFILER = "none"
 CLOCK_CONTROLS = ("base", "none")
-FINGERPRINT_FORMAT = 1
+# 2: the step's matmul precision is set explicitly (format 5: "highest" unless an axis says otherwise), so a matrix
+# resumed from before measures another step than its finished runs did (TensorFlow's fp32 ran TF32 then): refused as
+# another matrix, unless --replace-matrix.
+FINGERPRINT_FORMAT = 2
 
 Parser = Callable[[Any], Any]
 
@@ -135,6 +139,13 @@ def _shape_setting(name: str) -> Parser:
     return _model_field(name) if name in workloads.get(workloads.DEFAULT).params else _widest(name)
 
 
+def _optimizer(value: Any) -> str:
+    """sgd, adam or adamw: the step updates with that optimizer (``OptimizerConfig.reference``: the workload's
+    reference settings where it names the reference's, else the optimizer's usual ones)."""
+    check_choice("optimizer", value, OPTIMIZERS)
+    return value
+
+
 def _loader(value: Any) -> str:
     check_choice("loader", value, LOADERS)
     return value
@@ -204,6 +215,8 @@ AXES: dict[str, Parser] = {
     "compile": _compile,
     "cuda_graph": _flag,
     "channels_last": _flag,
+    "matmul_precision": _model_field("matmul_precision"),
+    "optimizer": _optimizer,
     "loader": _loader,
     "seed": _model_field("seed"),
     "profiler": _profiler,
@@ -215,6 +228,7 @@ _MODEL_FIELDS = frozenset(item.name for item in dataclasses.fields(ModelConfig))
 AXIS_DEFAULTS: dict[str, Any] = {
     **{name: field_default(ModelConfig, name) for name in AXES if name in _MODEL_FIELDS},
     "loader": field_default(BenchConfig, "loader"),
+    "optimizer": None,  # absent: each workload's reference optimizer (BenchConfig's default)
     "data": SYNTHETIC,
     "profiler": NO_PROFILER,
     "gpus": 1,

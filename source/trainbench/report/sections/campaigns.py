@@ -1,5 +1,5 @@
-"""The Campaigns and scaling efficiency section: each campaign's summary over its repetitions, what a sample costs,
-and a figure per workload and sample shape."""
+"""The Campaigns and scaling efficiency section: each campaign's summary over its repetitions, what a sample costs
+and the memory it takes, and a figure of the rate and one of the peak memory per workload and sample shape."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 
 from trainbench.render.console import per_second, workload_title
 from trainbench.render.page import Section, figure_image, heading, paragraph
-from trainbench.render.plot import batch_size_figure
+from trainbench.render.plot import PEAK_MEMORY, batch_size_figure, memory_figure
 from trainbench.report.found import Campaign, ReportData
 from trainbench.report.sections.common import (
     FIGURE_WIDTH,
@@ -99,12 +99,12 @@ def _by_workload(lines: dict[str, Any], workload_of: dict[str, tuple[str, str, s
     return groups
 
 
-_WORK = ("parameters", "train_flops_per_sample", "tokens_per_sec", "achieved_flops", "mfu")
+_WORK = ("parameters", "train_flops_per_sample", "tokens_per_sec", "achieved_flops", "mfu", PEAK_MEMORY)
 
 
 def _work_rows(campaign: Campaign, configs: list[str]) -> list[dict[str, Any]]:
-    """Per configuration and batch size, the median over its ok repetitions of what a sample costs and the
-    tokens/s, FLOP/s and MFU it gave."""
+    """Per configuration and batch size, the median over its ok repetitions of what a sample costs, the tokens/s,
+    FLOP/s and MFU it gave, and its peak memory."""
     rows = [row for row in campaign_rows(campaign) if row.get("config") in configs and row.get("status") == "ok"]
     frame = pd.DataFrame(rows, columns=["config", "batch_size", *_WORK])
     frame[list(_WORK)] = frame[list(_WORK)].apply(pd.to_numeric, errors="coerce")  # a column of blanks: NaN
@@ -116,16 +116,17 @@ def _work_rows(campaign: Campaign, configs: list[str]) -> list[dict[str, Any]]:
 
 def _campaign_workload_part(campaign: Campaign, workload: tuple[str, str, str],
                             lines: dict[str, tuple[list[dict[str, Any]], str]]) -> str:
-    """One workload's (and shape's) figure in its own unit ("sequences/s"), and what its samples cost (tokens/s,
-    FLOPs, MFU)."""
+    """One workload's (and shape's) figure in its own unit ("sequences/s"), what its samples cost (tokens/s, FLOPs,
+    MFU) and the memory they take (peak memory, and its figure against batch size where recorded)."""
     name, sample_unit, shape = workload
     title, unit = workload_title(name) if name != _UNKNOWN else "unknown workload", per_second(sample_unit)
     title += f", {shape}" if shape else ""
     parts = [heading(f"{title}: {unit}"),
              paragraph(f"samples are {sample_unit}s: samples/s is in {unit}; tokens/s: samples/s x the tokens one "
                        "sample holds, for sequence workloads only; TFLOP/s: samples/s x the training FLOP per sample; "
-                       "MFU (%): achieved / the GPUs' dense peak x 100 (empty on the CPU or an unknown GPU).",
-                       "note")]
+                       "MFU (%): achieved / the GPUs' dense peak x 100 (empty on the CPU or an unknown GPU); peak "
+                       "memory: the highest in use during the timed windows (each a median over the ok "
+                       "repetitions).", "note")]
     work = _work_rows(campaign, list(lines))
     if any(row.get(key) is not None for row in work for key in _WORK):
         parts.append(rows_table(("config", "batch_size", *_WORK), work, ("config", "batch_size")))
@@ -137,7 +138,19 @@ def _campaign_workload_part(campaign: Campaign, workload: tuple[str, str, str],
                 spread=("samples_per_sec_min", "samples_per_sec_max") if bars else None, width=FIGURE_WIDTH,
                 sample_unit=sample_unit),
         f"campaign {unit} against batch size{f' ({shape})' if shape else ''}")]
+    parts.append(figure_image(partial(memory_figure, _memory_lines(lines, work),
+                                      f"campaign {campaign.path.name}: {title}: median over repetitions",
+                                      width=FIGURE_WIDTH, sample_unit=sample_unit),
+                              f"campaign peak memory against batch size{f' ({shape})' if shape else ''}"))
     return "".join(parts)
+
+
+def _memory_lines(lines: dict[str, tuple[list[dict[str, Any]], str]],
+                  work: list[dict[str, Any]]) -> dict[str, tuple[list[dict[str, Any]], str]]:
+    """The figure's lines with each point's median peak memory (``_work_rows``), failed points kept as marks."""
+    peaks = {(row["config"], row["batch_size"]): row.get(PEAK_MEMORY) for row in work}
+    return {config: ([{**point, PEAK_MEMORY: peaks.get((config, point["batch_size"]))} for point in points],
+                     PEAK_MEMORY) for config, (points, _) in lines.items()}
 
 
 def campaigns_section(data: ReportData) -> Section:

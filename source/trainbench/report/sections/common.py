@@ -10,6 +10,8 @@ from typing import Any
 
 import pandas as pd
 
+from trainbench import workloads
+from trainbench.config import ModelConfig, field_default
 from trainbench.render.console import workload_title
 from trainbench.render.page import Section, heading, paragraph, table
 from trainbench.render.plot import drawn_lines
@@ -26,11 +28,12 @@ FIGURE_WIDTH = 10.0  # inches: the page's figures, with their legend beside the 
 
 def run_label(run: RunRecord) -> str:
     """workload (when not ResNet-50), framework precision device, image size or sequence length and data, as the
-    settings in summary.json say."""
+    settings in summary.json say; the step's settings where they are not the defaults (matmul precision other than
+    highest, an optimizer other than the workload's reference): two runs that differ only there are told apart."""
     header = RunHeader.read(run.header)
     data = header.data or "synthetic"
     parts: list[str | None] = [] if header.workload == WORKLOAD else [workload_title(header.workload)]
-    parts += [header.framework, header.precision, f"on {header.device}"]
+    parts += [header.framework, header.precision, *_step_words(header), f"on {header.device}"]
     if header.size not in (None, "full"):
         parts.append(str(header.size))
     parts += shape_words({name: value for name, value in settings_as_run(header).items() if value}, "label")
@@ -38,6 +41,19 @@ def run_label(run: RunRecord) -> str:
     if header.profiling is not None:
         parts.insert(0, f"{header.profiling.profiler} profile:")
     return " ".join(str(part) for part in parts if part)
+
+
+def _step_words(header: RunHeader) -> list[str]:
+    """"matmul high", "adamw": a step setting that is recorded and not its default (nothing for a file that records
+    none: unknown, said elsewhere)."""
+    words = []
+    if header.matmul_precision not in (None, field_default(ModelConfig, "matmul_precision")):
+        words.append(f"matmul {header.matmul_precision}")
+    known = header.workload in workloads.names()
+    if header.optimizer_name is not None and (not known or header.optimizer_name !=
+                                              workloads.get(header.workload).optimizer.name):
+        words.append(header.optimizer_name)
+    return words
 
 
 def titled(run: RunRecord) -> str:

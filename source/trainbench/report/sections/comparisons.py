@@ -11,7 +11,7 @@ from trainbench.render.console import workload_title
 from trainbench.render.page import Section, cell_text, heading, paragraph, table
 from trainbench.report.found import ReportData
 from trainbench.report.ranking import MAX_PAIRS, MAX_UNCOMPARED, Compared, Pairs, pairs, setting_names, varying
-from trainbench.report.sections.settings import described, rows_of, title_of, unit_header
+from trainbench.report.sections.settings import described, rows_of, setting_cell, title_of, unit_header
 from trainbench.results.significance import CONFIDENCE
 
 
@@ -48,7 +48,8 @@ def pairs_table(found: list[Compared], names: Sequence[str], frame: pd.DataFrame
         where = described(each.a, context)
         if several:
             where = f"{workload_title(each.a['workload'], each.a.get('size'))}: {where}"
-        rows.append([f"{cell_text(each.a[setting])} -> {cell_text(each.b[setting])}", where,
+        change = " -> ".join(cell_text(setting_cell(setting, row[setting])) for row in (each.a, each.b))
+        rows.append([change, where,
                      each.a["samples_per_sec"], each.b["samples_per_sec"], change_text(each), _verdict_word(each),
                      each.verdict.text, _flags(each), each.a["source"], each.b["source"]])
     return table(header, rows, [not each.comparable or each.verdict.significant is None for each in found])

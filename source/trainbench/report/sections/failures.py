@@ -12,7 +12,8 @@ from trainbench.results.records import Status
 
 
 def _failed(row: dict[str, Any]) -> bool:
-    """A batch size that did not run to the end (an invalid one ran: its file holds no measurement)."""
+    """A batch size that did not run to the end (oom, error, interrupted, diverged: a loss that was not finite); an
+    invalid one ran, and its file holds no measurement."""
     return row.get("status") not in (Status.OK, Status.INVALID)
 
 
@@ -29,5 +30,6 @@ def failures_section(data: ReportData) -> Section:
               f"{failure.get('error')} (after {failure.get('epochs_finished')} epochs)")
              for training in data.trainings for failure in training.failures]
     if not rows:
-        return absent("failures", title, "Every batch size measured ran to the end (no oom, error or interruption).")
+        return absent("failures", title, "Every batch size measured ran to the end (no oom, error, interruption or "
+                      "divergence).")
     return Section("failures", title, table(["where", "batch_size", "status", "reason"], rows, [True] * len(rows)))

@@ -1,5 +1,5 @@
-"""A measured setting in words, for the headline and the comparisons: "batch 32", "on cpu", "no XLA", and
-the settings' column headers."""
+"""A measured setting in words, for the headline and the comparisons: "batch 32", "on cpu", "no XLA", "matmul
+precision high", and the settings' column headers."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pandas as pd
 from trainbench.render.console import per_second
 from trainbench.report.found import ReportData
 from trainbench.report.ranking import SYNTHETIC, measured_rows
+from trainbench.results.run_settings import STEP
 from trainbench.workloads import settings as shape_settings
 from trainbench.workloads.settings import SHAPES
 
@@ -19,8 +20,11 @@ from trainbench.workloads.settings import SHAPES
 # only as a campaign's own axis, by its name.
 TITLES = {"framework": "framework", "precision": "precision", "device": "device", "size": "size",
           **{name: shape_settings.named(name).words for name in SHAPES}, "data": "data", "compile": "torch.compile",
-          "cuda_graph": "CUDA graph", "xla": "XLA", "channels_last": "channels last", "gpus": "processes",
-          "gpu": "GPU", "batch_size": "batch size"}
+          "cuda_graph": "CUDA graph", "xla": "XLA", "channels_last": "channels last",
+          "matmul_precision": "matmul precision", "optimizer": "optimizer", "gpus": "processes", "gpu": "GPU",
+          "batch_size": "batch size"}
+# Said of a step setting a file from before format 5 does not record: unknown, not "highest" or the reference.
+NOT_RECORDED = "not recorded"
 
 
 def rows_of(data: ReportData) -> pd.DataFrame:
@@ -32,9 +36,10 @@ def _switch(value: Any, name: str) -> str:
 
 
 def phrase(name: str, value: Any) -> str:
-    """One setting as words: "batch 32", "on cpu", "synthetic data", "no XLA"; "" when not recorded."""
+    """One setting as words: "batch 32", "on cpu", "synthetic data", "no XLA", "matmul precision high"; "" when not
+    recorded, except a step setting's: "optimizer not recorded" (unknown, where another row may record it)."""
     if value is None:
-        return ""
+        return f"{title_of(name)} {NOT_RECORDED}" if name in STEP else ""
     if name in shape_settings.NAMES:  # "64 px", "seq_len 128": as declared
         return shape_settings.named(name).text(value)
     words = {"device": lambda: f"on {value}", "size": lambda: f"{value} size", "batch_size": lambda: f"batch {value}",
@@ -43,6 +48,7 @@ def phrase(name: str, value: Any) -> str:
              "cuda_graph": lambda: _switch(value, "CUDA graph"), "xla": lambda: _switch(value, "XLA"),
              "channels_last": lambda: _switch(value, "channels last"),
              "gpus": lambda: f"{value} process{'es' if value != 1 else ''}",
+             "matmul_precision": lambda: f"matmul precision {value}", "optimizer": lambda: f"optimizer {value}",
              "framework": lambda: str(value), "precision": lambda: str(value), "gpu": lambda: str(value)}
     return words.get(name, lambda: f"{name} {value}")()
 
@@ -53,6 +59,11 @@ def described(row: Mapping[str, Any], names: Sequence[str]) -> str:
 
 def title_of(name: str) -> str:
     return TITLES.get(name, name)
+
+
+def setting_cell(name: str, value: Any) -> Any:
+    """A setting's value in a table cell: a step setting not recorded says so, rather than a blank."""
+    return NOT_RECORDED if value is None and name in STEP else value
 
 
 def unit_header(frame: pd.DataFrame) -> str:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import assert_one_line_error, run_cli, run_main
+from tests.conftest import assert_one_line_error, run_main
 from trainbench.bench import max_batch, sweep
 from trainbench.bench.max_batch import MaxBatchSearch, parse_bytes, search
 from trainbench.config import BenchConfig, ModelConfig
@@ -287,7 +287,7 @@ def test_the_search_finds_a_batch_within_the_limit_and_the_next_size_tried_over_
     assert row["peak_memory_kind"] == "the worker's peak resident set (VmHWM) over the timed windows"
     limit = row["peak_memory_bytes"] + 3 * MiB // 2
 
-    result = run_cli("throughput", *GPT2, "--max-batch", "--memory-limit", str(limit), "--batch-sizes", "2",
+    result = run_main("throughput", *GPT2, "--max-batch", "--memory-limit", str(limit), "--batch-sizes", "2",
                      "--output", str(tmp_path / "search"))
     assert result.returncode == 0, result.stdout + result.stderr
     run_dir = Path(result.stdout.strip().splitlines()[-1])

@@ -63,19 +63,16 @@ FRAMEWORK_MODULES = {"torch": "torch", "tf": "tensorflow"}
 def test_both_frameworks_set_the_same_matmul_precision_and_read_it_back(framework: str) -> None:
     module = pytest.importorskip(FRAMEWORK_MODULES[framework])
     engine = load_engine(framework)
-    try:
-        for precision in ("high", "highest"):
-            runner = engine.make_runner(BenchConfig(model=tiny("transformer", framework, matmul_precision=precision),
-                                                    batch_size=2))
-            assert runner.step_record["matmul_precision"] == precision
-            if framework == "torch":
-                assert module.get_float32_matmul_precision() == precision
-                assert module.backends.cudnn.allow_tf32 is (precision == "high")  # convolutions too
-                assert module.backends.mkldnn.matmul.fp32_precision == "ieee"  # TF32 is a GPU's, never the CPU's
-            else:
-                assert module.config.experimental.tensor_float_32_execution_enabled() is (precision == "high")
-    finally:  # the process's default back for the tests after
-        engine.make_runner(BenchConfig(model=tiny("transformer", framework), batch_size=2))
+    for precision in ("high", "highest"):  # the default last: the process is left as the tests after expect
+        runner = engine.make_runner(BenchConfig(model=tiny("transformer", framework, matmul_precision=precision),
+                                                batch_size=2))
+        assert runner.step_record["matmul_precision"] == precision
+        if framework == "torch":
+            assert module.get_float32_matmul_precision() == precision
+            assert module.backends.cudnn.allow_tf32 is (precision == "high")  # convolutions too
+            assert module.backends.mkldnn.matmul.fp32_precision == "ieee"  # TF32 is a GPU's, never the CPU's
+        else:
+            assert module.config.experimental.tensor_float_32_execution_enabled() is (precision == "high")
 
 
 def test_a_translation_pair_counts_its_target_tokens() -> None:

@@ -21,7 +21,7 @@ import tf_keras
 
 from tests.test_workloads import BUILT_PARAMETERS
 from trainbench import workloads
-from trainbench.config import BenchConfig, ModelConfig, TrainConfig
+from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig
 from trainbench.engines.tf.engine import ENGINE, FlopCountError, op_macs, parameter_count
 from trainbench.errors import UsageError
 
@@ -82,8 +82,9 @@ def test_sequence_workloads_train_with_xla(name):
 
 def one_step_without_dropout(model: ModelConfig) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Every trainable variable before and after one step of a fresh runner, with dropout off (XLA draws its masks
-    with other random numbers than the graph does)."""
-    runner = ENGINE.make_runner(BenchConfig(model=model, batch_size=BATCH))
+    with other random numbers than the graph does). SGD, not BERT's reference AdamW: Adam's first update is about
+    lr x sign(gradient), so a gradient that rounds to either side of 0 would move a weight either way."""
+    runner = ENGINE.make_runner(BenchConfig(model=model, batch_size=BATCH, optimizer=OptimizerConfig()))
     for layer in runner.network.submodules:
         if isinstance(layer, tf_keras.layers.Dropout):
             layer.rate = 0.0

@@ -319,6 +319,9 @@ def test_every_pair_records_how_its_step_ran_and_what_it_holds(stepped: dict[str
     # TensorFlow cannot tell, and an image network runs none.
     attends = model.framework == "torch" and "channels_last" in model.spec.unsupported
     assert record["attention_kernel"] == ("math" if attends else None)
+    # PyTorch counts its step's host reads: none, but torchvision RetinaNet's loss, 9 an image (batch 2 here).
+    syncs = (18 if model.workload == "retinanet" else 0) if model.framework == "torch" else None
+    assert record["host_syncs_per_step"] == syncs
     memory = runner.memory()
     parameters = runner.parameters
     assert memory.parameters == memory.gradients == 4 * parameters

@@ -14,8 +14,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainbench.config import ModelConfig
-from trainbench.engines.torch.attention import KERNELS, attention_kernel, step_attention_kernel
-from trainbench.engines.torch.host_syncs import HostSyncMode, describe, host_syncs, step_host_syncs
+from trainbench.engines.torch.attention import KERNELS, attention_kernel
+from trainbench.engines.torch.host_syncs import HostSync, HostSyncMode, describe, host_syncs
+from trainbench.engines.torch.probe import probe_step
 from trainbench.engines.torch.workloads import Batch, TorchBuilder, builder_of, gpt2, retinanet
 from trainbench.errors import UsageError
 
@@ -106,6 +107,15 @@ def test_a_sync_in_the_backward_pass_names_its_autograd_node() -> None:
 
 
 # --- host syncs of the steps ----------------------------------------------------------------------------------
+
+
+def step_host_syncs(builder: Any, network: nn.Module, batch: Any, smoothing: float = 0.0) -> list[HostSync]:
+    """The host syncs of one training step (forward, loss, backward), as the engine's probe counts them."""
+    return probe_step(builder, network, batch, smoothing, no_autocast).host_syncs
+
+
+def step_attention_kernel(builder: Any, network: nn.Module, batch: Any, smoothing: float, autocast: Any) -> str | None:
+    return probe_step(builder, network, batch, smoothing, autocast).attention_kernel
 
 
 @pytest.mark.parametrize("workload", NO_SYNC)

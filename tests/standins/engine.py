@@ -21,7 +21,7 @@ class StandInRunner:
         self.parameters = 0
         self.train_flops_per_sample: float | None = None
         self.flops_note = "a stand-in counts nothing"
-        self.step_record: dict[str, str | None] = {"optimizer": "a stand-in's"}
+        self.step_record: dict[str, str | int | None] = {"optimizer": "a stand-in's"}
         self._losses: list[float] = []
 
     def step(self) -> None:

@@ -36,8 +36,8 @@ class StepRunner(Protocol):
     train_flops_per_sample: float | None
     flops_note: str  # how train_flops_per_sample was counted (FlopCounterMode, TF profiler, analytic), or why not
     # How the step runs, as the engine set it (result fields of group STEP): matmul_precision, optimizer,
-    # attention_kernel, image_layout.
-    step_record: dict[str, str | None]
+    # attention_kernel, image_layout, host_syncs_per_step.
+    step_record: dict[str, str | int | None]
 
     def step(self) -> None:
         """Run one training step: forward, loss, backward, optimizer update. May return before the device is done."""

@@ -200,7 +200,7 @@ FIELDS: tuple[Field, ...] = (
           console="optimizer"),
     Field("attention_kernel", "", FLAT, Merge.LEAD, Group.STEP,
           "the attention kernel the step ran (PyTorch's scaled_dot_product_attention backend: flash, "
-          "memory-efficient, cudnn, math); None: no attention, or a framework that cannot tell (see memory_note)"),
+          "memory-efficient, cudnn, math); None: no attention, or TensorFlow, which does not tell"),
     Field("image_layout", "", FLAT, Merge.LEAD, Group.STEP,
           "image workloads: the layout the network's convolutions ran in (NCHW, NHWC); None: no images"),
     # Memory (format 5): the peak is the framework allocator's on a GPU, the worker's resident set on the CPU
@@ -221,6 +221,10 @@ FIELDS: tuple[Field, ...] = (
            "the optimizer's per-parameter state alone: momentum (SGD: 4 B per fp32 parameter), Adam's two moments "
            "(8 B per parameter)"),
     Field("memory_note", "", FLAT, Merge.JOIN, Group.MEMORY, "why a memory value is None, or how it was measured"),
+    Field("host_syncs_per_step", "", FLAT, Merge.LEAD, Group.STEP,
+          "the times one training step's host waits to read a device value (PyTorch: counted by a dispatch mode on "
+          "one eager step of the plain network; torchvision's RetinaNet loss: 9 per image); None: TensorFlow, "
+          "which cannot tell"),
 )
 
 BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}

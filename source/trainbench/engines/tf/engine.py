@@ -296,10 +296,12 @@ class _Runner:
         self._optimizer = parts.optimizer
         self._losses: list[tf.Tensor] = []
         self._count_flops(parts, model)
-        self.step_record: dict[str, str | None] = {
+        self.step_record: dict[str, str | int | None] = {
             "matmul_precision": parts.matmul_precision, "optimizer": parts.optimizer_text,
-            # TensorFlow does not say which attention kernel its ops ran; NHWC is its convolutions' layout.
-            "attention_kernel": None, "image_layout": None if "channels_last" in model.spec.unsupported else "NHWC"}
+            # TensorFlow does not say which attention kernel its ops ran, nor when its host waits for a device value;
+            # NHWC is its convolutions' layout.
+            "attention_kernel": None, "image_layout": None if "channels_last" in model.spec.unsupported else "NHWC",
+            "host_syncs_per_step": None}
         if data is not None:
             self._step = _data_step(parts, model, tfrecords_only(open_source(data)))
             return

@@ -9,16 +9,11 @@ answers None.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
-
-from trainbench.engines.torch.workloads import Batch, TorchBuilder
-from trainbench.engines.torch.workloads.flops import untouched
 
 aten = torch.ops.aten
 
@@ -59,17 +54,3 @@ def attention_kernel(run_step: Callable[[], object]) -> str | None:
     with _KernelMode() as mode:
         run_step()
     return ", ".join(kind for kind in _ORDER if kind in mode.kinds) or None
-
-
-def step_attention_kernel(builder: TorchBuilder, network: nn.Module, batch: Batch, smoothing: float,
-                          autocast: Callable[[], contextlib.AbstractContextManager[Any]]) -> str | None:
-    """``attention_kernel`` of one forward pass and loss of the training step (``builder.loss`` under the step's
-    ``autocast``, gradients on, training mode: what the backend choice depends on), leaving the network and the
-    random generators as they were. The backward pass runs the chosen backend's own backward: not run."""
-
-    def forward() -> None:
-        with autocast():
-            builder.loss(network, batch, smoothing)
-
-    with untouched(network):
-        return attention_kernel(forward)

@@ -43,7 +43,7 @@ from trainbench.engines.base import CHECKPOINTS_KEPT, MemoryBreakdown, Span, is_
 from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.engines.launchers import process_place
 from trainbench.engines.torch import memory
-from trainbench.engines.torch.attention import step_attention_kernel
+from trainbench.engines.torch.probe import probe_step
 from trainbench.engines.torch.workloads import TorchBuilder, builder_of, flops
 from trainbench.errors import UsageError
 from trainbench.frameworks import TORCH
@@ -373,10 +373,14 @@ class _Runner:
         self.tokens_per_step: int | None = None if tokens is None else config.batch_size * tokens
         self.parameters: int = sum(p.numel() for p in self.network.parameters() if p.requires_grad)
         self.train_flops_per_sample, self.flops_note = self._count_flops(config, device)
-        self._activations = self._measure_activations(config, device)
-        self.step_record: dict[str, str | None] = {
-            "matmul_precision": matmul_precision(), "optimizer": self._parts.optimizer_text,
-            "attention_kernel": self._attention_kernel(config, device), "image_layout": _image_layout(model)}
+        parts = self._parts
+        self._probe = probe_step(parts.builder, parts.network, self._probe_batch(config, device),
+                                 config.optimizer.label_smoothing,
+                                 lambda: _autocast(parts.device_type, parts.autocast_dtype))
+        self.step_record: dict[str, str | int | None] = {
+            "matmul_precision": matmul_precision(), "optimizer": parts.optimizer_text,
+            "attention_kernel": self._probe.attention_kernel, "image_layout": _image_layout(model),
+            "host_syncs_per_step": len(self._probe.host_syncs)}
         if model.compile or model.cuda_graph:
             if model.cuda_graph and self._distributed:
                 raise UsageError("--cuda-graph runs one process; with --gpus use --compile reduce-overhead")
@@ -407,24 +411,6 @@ class _Runner:
         model = config.model
         return (self._synthetic if config.data is None
                 else self._parts.builder.synthetic_batch(model, config.batch_size, device, model.seed))
-
-    def _measure_activations(self, config: BenchConfig, device: str) -> int:
-        """What one step's forward pass keeps for its backward pass, on the plain network (no compile, no DDP)."""
-        parts, batch = self._parts, self._probe_batch(config, device)
-
-        def loss() -> torch.Tensor:
-            with _autocast(parts.device_type, parts.autocast_dtype):
-                return parts.builder.loss(parts.network, batch, config.optimizer.label_smoothing)
-
-        return memory.activation_bytes(parts.network, loss)
-
-    def _attention_kernel(self, config: BenchConfig, device: str) -> str | None:
-        """The attention kernel scaled_dot_product_attention chose for the step, on the plain network (eager: a
-        compiled step calls it the same way, with the same arguments)."""
-        parts = self._parts
-        return step_attention_kernel(parts.builder, parts.network, self._probe_batch(config, device),
-                                     config.optimizer.label_smoothing,
-                                     lambda: _autocast(parts.device_type, parts.autocast_dtype))
 
     def _prepare(self, model: ModelConfig) -> float:
         """Compile (torch.compile) or capture (CUDA graph) the step now, timed: no window ever contains it. From
@@ -471,7 +457,7 @@ class _Runner:
         parts = self._parts
         every, state = memory.optimizer_bytes(parts.optimizer)
         return MemoryBreakdown(memory.parameter_bytes(parts.network), memory.gradient_bytes(parts.network), every,
-                               state, self._activations,
+                               state, self._probe.activation_bytes,
                                "activations: saved-tensor hooks on one eager step of the plain network")
 
     def sync(self) -> None:

@@ -21,10 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
-
-from trainbench.engines.torch.workloads import Batch, TorchBuilder
 
 aten = torch.ops.aten
 
@@ -145,21 +142,6 @@ def host_syncs(run: Callable[[], object]) -> list[HostSync]:
     with HostSyncMode() as mode:
         run()
     return mode.syncs
-
-
-def step_host_syncs(builder: TorchBuilder, network: nn.Module, batch: Batch, smoothing: float = 0.0
-                    ) -> list[HostSync]:
-    """The host syncs of one training step's forward, loss and backward over ``batch``, as the engine's step runs
-    them (``builder.loss(network, batch, smoothing)``, then backward; no update). Gradients are dropped afterwards;
-    batch-norm statistics move as in a step."""
-
-    def step() -> None:
-        builder.loss(network, batch, smoothing).backward()
-
-    try:
-        return host_syncs(step)
-    finally:
-        network.zero_grad(set_to_none=True)
 
 
 def describe(syncs: list[HostSync]) -> str:

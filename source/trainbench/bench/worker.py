@@ -27,7 +27,7 @@ from trainbench.bench.input_bench import InputBench, is_input_bound, measure_inp
 from trainbench.bench.machine_load import MachineLoad
 from trainbench.bench.memory import PeakMemory
 from trainbench.bench.stats import summarize_windows
-from trainbench.bench.timing import EdgeHook, run_window
+from trainbench.bench.timing import run_window
 from trainbench.bench.trained import check_trained
 from trainbench.bench.work import peak_of, runner_values
 from trainbench.config import BenchConfig, bench_config_from_dict
@@ -137,13 +137,6 @@ class Measurement:
 Measure = Callable[[BenchConfig, Engine, Path | None], Measurement]  # the last: where the GPU timeline goes
 
 
-def _both(first: EdgeHook, second: EdgeHook) -> EdgeHook:
-    def edge() -> None:
-        first()
-        second()
-    return edge
-
-
 def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None, *,
             window_clock: Callable[[], float] = time.perf_counter,
             telemetry_clock: Callable[[], float] = time.monotonic) -> Measurement:
@@ -167,20 +160,25 @@ def measure(config: BenchConfig, engine: Engine, timeline: Path | None = None, *
     memory = PeakMemory(runner)
     scales: list[float | None] = []
 
-    def before_windows() -> None:
-        """At the first window's start edge, untimed: the warm-up's losses set aside, the loss scale and the
-        memory peaks started afresh."""
-        runner.take_losses()
-        scales.append(runner.loss_scale())
-        memory.start()
+    def window_start(index: int) -> None:
+        """A window's start edge, untimed. The first one also sets the warm-up's losses aside and starts the loss
+        scale's and the memory's watch afresh."""
+        if index == 0:
+            runner.take_losses()
+            scales.append(runner.loss_scale())
+            memory.start()
+        telemetry.window_start(index)
+        load.window_start()
+
+    def window_end(index: int) -> None:
+        load.window_end()
+        telemetry.window_end(index)
 
     try:
         # One warm-up, then the windows back to back: each synchronised at both edges, each its own images/s sample.
         windows = [run_window(runner, config.warmup_steps if i == 0 else 0, config.steps,
                               sync_every_step=config.sync_every_step, after_step=telemetry.step_hooks,
-                              at_start=_both(_both(before_windows, partial(telemetry.window_start, i))
-                                             if i == 0 else partial(telemetry.window_start, i), load.window_start),
-                              at_end=_both(load.window_end, partial(telemetry.window_end, i)), clock=window_clock)
+                              at_start=partial(window_start, i), at_end=partial(window_end, i), clock=window_clock)
                    for i in range(config.windows)]
         check_trained(runner.take_losses(), config.steps, scales[0], runner.loss_scale())
         memory_values = memory.values()

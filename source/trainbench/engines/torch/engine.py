@@ -372,10 +372,13 @@ class _Runner:
         tokens = model.spec.tokens_per_sample(model.params())
         self.tokens_per_step: int | None = None if tokens is None else config.batch_size * tokens
         self.parameters: int = sum(p.numel() for p in self.network.parameters() if p.requires_grad)
-        self.train_flops_per_sample, self.flops_note = self._count_flops(config, device)
-        parts = self._parts
-        self._probe = probe_step(parts.builder, parts.network, self._probe_batch(config, device),
-                                 config.optimizer.label_smoothing,
+        # Counted and probed once on the plain network (no compile, no DDP, no graph), outside every window.
+        parts, probed = self._parts, self._probe_batch(config, device)
+        smoothing = config.optimizer.label_smoothing
+        self.train_flops_per_sample, self.flops_note = flops.train_flops_per_sample(
+            parts.builder, parts.network, probed, config.batch_size, smoothing,
+            lambda: _autocast(parts.device_type, parts.autocast_dtype))
+        self._probe = probe_step(parts.builder, parts.network, probed, smoothing,
                                  lambda: _autocast(parts.device_type, parts.autocast_dtype))
         self.step_record: dict[str, str | int | None] = {
             "matmul_precision": matmul_precision(), "optimizer": parts.optimizer_text,
@@ -396,14 +399,6 @@ class _Runner:
         batch = self._parts.builder.synthetic_batch(model, config.batch_size, device, model.seed)
         self._synthetic = batch
         return lambda: batch
-
-    def _count_flops(self, config: BenchConfig, device: str) -> tuple[float | None, str]:
-        """Training FLOPs per sample, counted once on the plain network (no compile, no DDP, no graph) over the
-        synthetic batch, or one of the run's shape with --data (the pipeline's batches are the steps')."""
-        parts, batch = self._parts, self._probe_batch(config, device)
-        return flops.train_flops_per_sample(parts.builder, parts.network, batch, config.batch_size,
-                                            config.optimizer.label_smoothing,
-                                            lambda: _autocast(parts.device_type, parts.autocast_dtype))
 
     def _probe_batch(self, config: BenchConfig, device: str) -> Batch:
         """The batch a probe step (a count, a measurement) runs on: the synthetic one, or one of the run's shape with

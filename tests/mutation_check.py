@@ -68,9 +68,9 @@ MUTATIONS: tuple[Mutation, ...] = (
              ("tests/test_loader_crops.py",)),
     Mutation("a missing value drawn as 0 in a figure", "source/trainbench/render/plot.py",
              'measured = [r for r in results if r["status"] == Status.OK and r.get(field) is not None]\n'
-             '        x, y = [r["batch_size"] for r in measured], [float(r[field]) for r in measured]',
+             '        x, y = [r["batch_size"] for r in measured], [float(r[field]) * scale for r in measured]',
              'measured = [r for r in results if r["status"] == Status.OK]\n'
-             '        x, y = [r["batch_size"] for r in measured], [float(r.get(field) or 0) for r in measured]',
+             '        x, y = [r["batch_size"] for r in measured], [float(r.get(field) or 0) * scale for r in measured]',
              ("tests/test_report.py", "tests/test_report_html.py")),
     Mutation("the campaign folder's lock removed", "source/trainbench/campaign/runner.py",
              "            fcntl.flock(descriptor, fcntl.LOCK_EX)\n", "            pass\n",

@@ -73,7 +73,7 @@ def test_each_settings_option_is_declared_with_the_widest_checked_bounds() -> No
 def test_the_checked_bounds_are_the_default_workloads_else_the_widest() -> None:
     assert checked_bounds("image_size") == (32, 4096)  # ResNet-50's: config.MIN_IMAGE_SIZE, MAX_IMAGE_SIZE
     assert checked_bounds("num_classes") == (2, 2**20)
-    assert checked_bounds("seq_len") == (2, 65536)  # transformer's shortest, and its longest
+    assert checked_bounds("seq_len") == (2, 131072)  # transformer's shortest, Llama's longest (its positions)
 
 
 def test_config_strings_carry_the_declared_prefixes() -> None:

@@ -154,6 +154,7 @@ PUBLISHED_PARAMETERS = {  # trainable parameters of the published networks
     "resnet50": (25_557_032, 0.001),  # torchvision's ResNet-50
     "bert": (110e6, 0.01),  # BERT-base, "110M"
     "gpt2": (124_439_808, 0.001),  # GPT-2 small as Hugging Face's gpt2 checkpoint holds it (tied head)
+    "llama": (8_030_261_248, 0.0),  # Llama-3.1-8B as Meta's checkpoint holds it (untied head)
     "transformer": (61e6, 0.01),  # Transformer-base with a 33,708-token shared vocabulary
     "retinanet": (34.0e6, 0.02),  # torchvision's RetinaNet R50-FPN (34,014,999 with frozen batch norm)
 }

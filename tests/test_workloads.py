@@ -17,7 +17,7 @@ from trainbench.workloads import Param, Workload
 
 def test_resnet50_is_registered_with_the_settings_modelconfig_checks() -> None:
     resnet = workloads.get("resnet50")
-    assert workloads.names() == ("bert", "gpt2", "resnet50", "retinanet", "transformer")
+    assert workloads.names() == ("bert", "gpt2", "llama", "resnet50", "retinanet", "transformer")
     assert resnet.frameworks == ("torch", "tf") and resnet.sample_unit == "image"
     for name in ("image_size", "num_classes"):  # the descriptor's defaults are the network's, and its bounds hold
         param = resnet.params[name]
@@ -28,7 +28,7 @@ def test_resnet50_is_registered_with_the_settings_modelconfig_checks() -> None:
 
 
 def test_an_unknown_name_is_one_line_naming_the_known_ones() -> None:
-    known = "bert, gpt2, resnet50, retinanet, transformer"
+    known = "bert, gpt2, llama, resnet50, retinanet, transformer"
     with pytest.raises(UsageError, match=rf"^unknown workload 'bret': choose one of {known}$"):
         workloads.get("bret")
 
@@ -45,11 +45,13 @@ def test_the_record_kind_decides_the_pipeline_and_the_learnable_set() -> None:
     """What the harness asks instead of a workload's name: which pipeline reads its --data, which learnable set
     `train` draws from, whether `train --data` reads its records, and which workload a folder's kind feeds."""
     learnable = {workload.name: workload.learnable_set for workload in workloads.all_workloads()}
-    assert learnable == {"bert": "tokens", "gpt2": "tokens", "resnet50": "images", "retinanet": None,
-                         "transformer": "tokens"}
+    assert learnable == {"bert": "tokens", "gpt2": "tokens", "llama": "tokens", "resnet50": "images",
+                         "retinanet": None, "transformer": "tokens"}
     assert [w.name for w in workloads.all_workloads() if w.image_input] == ["resnet50"]
     assert [w.name for w in workloads.all_workloads() if w.trains_on_data] == ["resnet50"]
-    assert [workloads.reader_of(w.record_kind).name for w in workloads.all_workloads()] == list(workloads.names())
+    # A kind feeds the first workload registered that reads it: Llama reads GPT-2's records (input-bench: GPT-2's).
+    readers = [workloads.reader_of(w.record_kind).name for w in workloads.all_workloads()]
+    assert readers == [name if name != "llama" else "gpt2" for name in workloads.names()]
     with pytest.raises(UsageError, match=r"^no workload reads parquet records$"):
         workloads.reader_of("parquet")
     assert workloads.get("retinanet").train_problem() is not None and workloads.get("bert").train_problem() is None
@@ -80,6 +82,7 @@ def test_the_command_lists_each_workload_with_its_references() -> None:
 BUILT_PARAMETERS = {
     "resnet50": {"torch": 25_557_032, "tf": 25_557_032},
     "gpt2": {"torch": 124_439_808},
+    "llama": {"torch": 8_030_261_248},  # Llama-3.1-8B (1b: 1,235,814,400, tests/test_llama.py)
     "bert": {"torch": 110_106_428, "tf": 110_106_428},
     "retinanet": {"torch": 34_068_119, "tf": 34_091_159},
     "transformer": {"torch": 61_399_040, "tf": 61_362_176},

@@ -50,7 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_choice_option(parser, "--framework", FRAMEWORKS, field_default(ModelConfig, "framework"))
     add_choice_option(parser, "--workload", workloads.names(), field_default(ModelConfig, "workload"),
                       "whose input to read (only workloads that read --data have an input pipeline)")
-    add_choice_option(parser, "--size", workloads.SIZES, field_default(ModelConfig, "size"))
+    add_choice_option(parser, "--size", workloads.size_names(), field_default(ModelConfig, "size"))
     seq_len, image_size = named("seq_len"), named("image_size")  # InputBench's own two: text and image pipelines
     parser.add_argument(seq_len.option, type=POSITIVE, metavar=seq_len.metavar,
                         help="text: tokens per sequence (default: the data's; translation pairs are padded to it)")

@@ -206,7 +206,7 @@ def add_workload_options(parser: argparse.ArgumentParser) -> None:
     setting the workload does not have is refused by ModelConfig, in one line)."""
     add_choice_option(parser, "--workload", workloads.names(), field_default(ModelConfig, "workload"),
                       "what to train (trainbench workloads lists them)")
-    add_choice_option(parser, "--size", workloads.SIZES, field_default(ModelConfig, "size"),
+    add_choice_option(parser, "--size", workloads.size_names(), field_default(ModelConfig, "size"),
                       "the published network, or a small one of the same structure for CPU tests")
     for setting in shape_settings.SETTINGS:
         note = f"{setting.option_note}; " if setting.option_note else ""

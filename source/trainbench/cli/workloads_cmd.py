@@ -55,7 +55,9 @@ def describe(workload: Workload) -> list[str]:
                                   f"{reference.weight_decay:g}")
     lines.append(f"  optimizer (what timed runs update with): {recipe}")
     if workload.published_parameters:
-        lines.append(f"  parameters at --size full: about {workload.published_parameters / 1e6:.1f} M (published)")
+        published = workload.published_parameters
+        count = f"{published / 1e9:.2f} B" if published >= 1e9 else f"{published / 1e6:.1f} M"
+        lines.append(f"  parameters at --size full: about {count} (published)")
     return lines
 
 

@@ -215,6 +215,13 @@ def all_workloads() -> tuple[Workload, ...]:
     return tuple(_WORKLOADS[name] for name in names())
 
 
+def size_names() -> tuple[str, ...]:
+    """Every size some workload has: full and tiny (every workload has them), then the others (llama's 1b) in the
+    registry's order. Which sizes a given workload has, its descriptor says (ModelConfig refuses the others)."""
+    others = [size for workload in all_workloads() for size in workload.sizes if size not in SIZES]
+    return (*SIZES, *dict.fromkeys(others))
+
+
 def reader_of(record_kind: str) -> Workload:
     """The first registered workload reading ``record_kind`` with --data (the input benchmark measures a folder's
     pipeline as it feeds that workload): a built-in one before any added later."""
@@ -225,4 +232,4 @@ def reader_of(record_kind: str) -> Workload:
 
 
 # The registered workloads, listed explicitly.
-from trainbench.workloads import bert, gpt2, resnet50, retinanet, transformer  # noqa: E402, F401
+from trainbench.workloads import bert, gpt2, llama, resnet50, retinanet, transformer  # noqa: E402, F401

@@ -117,7 +117,7 @@ def _workload(value: Any) -> str:
 
 
 def _size(value: Any) -> str:
-    check_choice("size", value, workloads.SIZES)
+    check_choice("size", value, workloads.size_names())
     return value
 
 

@@ -14,12 +14,13 @@ from torch.utils import flop_counter
 from trainbench.engines.torch.workloads import Batch, TorchBuilder
 
 aten = torch.ops.aten
-# PyTorch counts the GPU kernels of scaled_dot_product_attention but not the CPU's: the same formulas apply.
+# PyTorch counts the GPU kernels of scaled_dot_product_attention but not the CPU's: the same formulas apply. The
+# registry holds them wrapped for its own call (out_shape given), and custom_mapping wraps again: the bare formula.
 CPU_ATTENTION = {
     aten._scaled_dot_product_flash_attention_for_cpu:
-        flop_counter.flop_registry[aten._scaled_dot_product_flash_attention],
+        flop_counter.flop_registry[aten._scaled_dot_product_flash_attention].__wrapped__,
     aten._scaled_dot_product_flash_attention_for_cpu_backward:
-        flop_counter.flop_registry[aten._scaled_dot_product_flash_attention_backward],
+        flop_counter.flop_registry[aten._scaled_dot_product_flash_attention_backward].__wrapped__,
 }
 
 

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainbench.bench.sweep import finish_run, run_worker, start_run
+from trainbench.bench.sweep import INTERRUPTED, finish_run, run_worker, start_run
 from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.worker import rate_text
 from trainbench.config import MAX_BATCH_SIZE, BenchConfig
 from trainbench.render.console import per_second
+from trainbench.results.fields import PEAK_MEMORY_BYTES
 from trainbench.results.files import write_json_atomic
 from trainbench.results.layout import MAX_BATCH
 from trainbench.results.records import BatchResult, Status, is_measurement
@@ -35,8 +36,6 @@ from trainbench.results.records import BatchResult, Status, is_measurement
 OOM = "oom"
 OVER_LIMIT = "over the limit"
 
-PEAK = "peak_memory_bytes"
-INTERRUPTED_TEXT = "interrupted by the user"  # as run_worker records an interrupted batch size
 
 _UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
           "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
@@ -85,12 +84,12 @@ class Try:
 
     def to_json(self) -> dict[str, Any]:
         return {"batch_size": self.batch_size, "fits": self.fits, "status": self.result.status.value,
-                PEAK: self.peak, "why": self.why}
+                PEAK_MEMORY_BYTES: self.peak, "why": self.why}
 
 
 def peak_of(result: BatchResult) -> int | None:
     """The result's peak memory in bytes; None when it measured none (or wrote something else there)."""
-    peak = result.values.get(PEAK)
+    peak = result.values.get(PEAK_MEMORY_BYTES)
     return int(peak) if is_measurement(peak) and peak is not None else None
 
 
@@ -104,7 +103,7 @@ def judge(result: BatchResult, limit: int | None) -> Try:
         return Try(result, True)
     peak = peak_of(result)
     if peak is None:
-        return Try(result, None, f"measured no {PEAK} to judge against the memory limit")
+        return Try(result, None, f"measured no {PEAK_MEMORY_BYTES} to judge against the memory limit")
     return Try(result, True) if peak <= limit else Try(result, False, OVER_LIMIT)
 
 
@@ -173,9 +172,10 @@ class MaxBatchSearch:
             "complete": self.complete,
             "largest_fit": None if fit is None else {
                 "batch_size": fit.batch_size, "samples_per_sec": fit.result.values.get("samples_per_sec"),
-                PEAK: fit.peak, "peak_memory_kind": fit.result.values.get("peak_memory_kind")},
+                PEAK_MEMORY_BYTES: fit.peak, "peak_memory_kind": fit.result.values.get("peak_memory_kind")},
             "first_no_fit": None if miss is None else {
-                "batch_size": miss.batch_size, "why": miss.why, PEAK: miss.peak, "error": miss.result.error},
+                "batch_size": miss.batch_size, "why": miss.why, PEAK_MEMORY_BYTES: miss.peak,
+                "error": miss.result.error},
             "stopped": None if stopped is None else f"batch size {stopped.batch_size}: {stopped.why}",
             "capped": bool(fit and miss is None and fit.batch_size >= self.cap),
             "tries": [t.to_json() for t in self.tries],
@@ -222,7 +222,7 @@ def search(try_batch: Callable[[int], BatchResult], start: int, limit: int | Non
         try:
             result = try_batch(size)
         except KeyboardInterrupt:
-            state.record(BatchResult.failed(size, Status.INTERRUPTED, INTERRUPTED_TEXT))
+            state.record(BatchResult.failed(size, Status.INTERRUPTED, INTERRUPTED))
             if after_try is not None:
                 after_try(state)
             raise

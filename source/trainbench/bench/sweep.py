@@ -82,6 +82,7 @@ def stop_child(child: subprocess.Popen[bytes], grace_s: float = 30.0) -> None:
 
 
 THROUGHPUT_WORKER = "trainbench.bench.worker"
+INTERRUPTED = "interrupted by the user"  # the error recorded for a batch size Ctrl-C or SIGTERM stopped
 
 
 def run_worker(config: BenchConfig, run: RunStore, timeout_s: float | None = None,
@@ -119,7 +120,7 @@ def run_worker(config: BenchConfig, run: RunStore, timeout_s: float | None = Non
         except KeyboardInterrupt:
             if child is not None:
                 stop_child(child)
-            run.add(BatchResult.failed(batch, Status.INTERRUPTED, "interrupted by the user"))
+            run.add(BatchResult.failed(batch, Status.INTERRUPTED, INTERRUPTED))
             raise
     result, payload = _outcome(config, result_path, returncode, log_path)
     run.add(result, payload.get("warmup_s", ()), payload.get("step_s", ()))

@@ -18,6 +18,8 @@ from trainbench.training.trainer import Trainer
 
 # Complete checkpoints kept in a run's checkpoint folder: the newest ones, older ones deleted after each save.
 CHECKPOINTS_KEPT = 3
+# Adam's and AdamW's epsilon in both engines: torch's default (tf_keras' own, 1e-7, would be other arithmetic).
+ADAM_EPSILON = 1e-8
 
 
 class StepRunner(Protocol):

@@ -249,6 +249,7 @@ SAMPLES_PER_SEC = BY_NAME["samples_per_sec"].name
 WINDOW_SAMPLES_PER_SEC = BY_NAME["window_samples_per_sec"].name
 TOKENS_PER_SEC = BY_NAME["tokens_per_sec"].name
 MFU = BY_NAME["mfu"].name
+PEAK_MEMORY_BYTES = BY_NAME["peak_memory_bytes"].name
 
 
 def written_to(where: Where) -> tuple[str, ...]:

@@ -144,6 +144,12 @@ class Workload:
             return None
         return params[self.tokens_param]
 
+    @property
+    def image_tensors(self) -> bool:
+        """Whether its network takes image tensors (a layout to choose: NCHW or NHWC); the sequence workloads mark
+        channels_last unsupported for having none."""
+        return "channels_last" not in self.unsupported
+
     def train_problem(self) -> str | None:
         """Why end-to-end training refuses this workload, in one line; None when it trains."""
         if self.untrainable is None and self.learnable_set is not None:

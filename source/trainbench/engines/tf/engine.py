@@ -59,7 +59,15 @@ import tf_keras
 from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, TrainConfig, train_data_problem
 from trainbench.data.source import DataSource, open_source, record_count, tfrecords_only
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
-from trainbench.engines.base import CHECKPOINTS_KEPT, MemoryBreakdown, Span, is_decayed, steps_for, synthetic_split
+from trainbench.engines.base import (
+    ADAM_EPSILON,
+    CHECKPOINTS_KEPT,
+    MemoryBreakdown,
+    Span,
+    is_decayed,
+    steps_for,
+    synthetic_split,
+)
 from trainbench.engines.input_batches import tf_training_dataset
 from trainbench.engines.tf import image_pipeline as tf_pipeline
 from trainbench.engines.tf.distribute import make_strategy, world_record
@@ -99,7 +107,6 @@ class _Parts:
     matmul_precision: str  # fp32 products as set, read back: "highest" or "high"
 
 
-ADAM_EPSILON = 1e-8  # torch's default, which torch's engine uses: tf_keras' own 1e-7 would be other arithmetic
 PENALISED = ("sgd", "adam")  # optimizers whose weight decay is an L2 penalty in the loss (AdamW decays itself)
 
 
@@ -175,8 +182,12 @@ def _build_parts(
 
 def parameter_count(network: tf_keras.Model) -> int:
     """Trainable parameters, each variable once (a layer shared by two heads is counted once)."""
-    unique = {id(variable): variable for variable in network.trainable_variables}
-    return sum(math.prod(variable.shape) for variable in unique.values())
+    return sum(math.prod(variable.shape) for variable in _unique(network.trainable_variables))
+
+
+def _unique(variables: Any) -> list[tf.Variable]:
+    """``variables`` each once, in order (a variable shared by two layers is listed by both)."""
+    return list({id(variable): variable for variable in variables}.values())
 
 
 class FlopCountError(Exception):
@@ -300,7 +311,7 @@ class _Runner:
             "matmul_precision": parts.matmul_precision, "optimizer": parts.optimizer_text,
             # TensorFlow does not say which attention kernel its ops ran, nor when its host waits for a device value;
             # NHWC is its convolutions' layout.
-            "attention_kernel": None, "image_layout": None if "channels_last" in model.spec.unsupported else "NHWC",
+            "attention_kernel": None, "image_layout": "NHWC" if model.spec.image_tensors else None,
             "host_syncs_per_step": None}
         if data is not None:
             self._step = _data_step(parts, model, tfrecords_only(open_source(data)))
@@ -383,9 +394,8 @@ def _local_gpus() -> list[str]:
 
 
 def _variable_bytes(variables: Any) -> int:
-    """The bytes of ``variables``, each once (a variable shared by two layers is one)."""
-    unique = {id(variable): variable for variable in variables}
-    return sum(v.shape.num_elements() * v.dtype.size for v in unique.values())
+    """The bytes of ``variables``, each once."""
+    return sum(v.shape.num_elements() * v.dtype.size for v in _unique(variables))
 
 
 # --- end-to-end trainer -------------------------------------------------------------------------------------

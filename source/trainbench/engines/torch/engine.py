@@ -39,7 +39,15 @@ from trainbench.config import (
 )
 from trainbench.data.source import DataSource, count_examples, open_source
 from trainbench.data.synthetic import learnable_examples, learnable_sequences
-from trainbench.engines.base import CHECKPOINTS_KEPT, MemoryBreakdown, Span, is_decayed, steps_for, synthetic_split
+from trainbench.engines.base import (
+    ADAM_EPSILON,
+    CHECKPOINTS_KEPT,
+    MemoryBreakdown,
+    Span,
+    is_decayed,
+    steps_for,
+    synthetic_split,
+)
 from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.engines.launchers import process_place
 from trainbench.engines.torch import memory
@@ -156,9 +164,6 @@ def _parameter_groups(network: nn.Module, weight_decay: float) -> list[dict[str,
     order, decayed = _decay_order(network)
     return [{"params": [parameters[i] for i in order[:decayed]], "weight_decay": weight_decay},
             {"params": [parameters[i] for i in order[decayed:]], "weight_decay": 0.0}]
-
-
-ADAM_EPSILON = 1e-8  # torch's default; TensorFlow's engine passes it too (tf_keras' own is 1e-7)
 
 
 def _optimizer(network: nn.Module, config: OptimizerConfig, learning_rate: float, device_type: str,
@@ -730,7 +735,7 @@ def _top_k_hits(logits: torch.Tensor, labels: torch.Tensor, k: int) -> int:
 
 def _image_layout(model: ModelConfig) -> str | None:
     """The layout an image network's convolutions run in: NCHW, PyTorch's default, unless --channels-last."""
-    if "channels_last" in model.spec.unsupported:  # a network without image tensors
+    if not model.spec.image_tensors:
         return None
     return "NHWC" if model.channels_last else "NCHW"
 

@@ -49,7 +49,9 @@ RELEASED = ("samples_per_sec", "windows", "samples_per_sec_median", "samples_per
             # format 5 (issue 40): how the step ran, and its memory
             "matmul_precision", "optimizer", "attention_kernel", "image_layout", "peak_memory_bytes",
             "peak_memory_kind", "memory_parameters_bytes", "memory_gradients_bytes", "memory_optimizer_bytes",
-            "memory_activations_bytes", "optimizer_state_bytes", "memory_note", "host_syncs_per_step")
+            "memory_activations_bytes", "optimizer_state_bytes", "memory_note", "host_syncs_per_step",
+            # format 6 (issue 41): recomputation and sharding
+            "activation_checkpointing", "shard", "parameters_held", "hardware_flops_per_sample", "hfu")
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from trainbench.config import BenchConfig, LaunchConfig, ModelConfig, problems
 from trainbench.data.source import IMAGE_FOLDER, DataSource
 from trainbench.engines import input_batches
 from trainbench.engines.torch import engine as torch_engine
+from trainbench.engines.torch import parallel
 from trainbench.engines.torch import gpu_image_pipeline as gpu_pipeline
 from trainbench.engines.torch import image_pipeline as torch_pipeline
 from trainbench.errors import UsageError
@@ -281,9 +282,9 @@ def test_a_ranks_process_group_is_told_its_gpu_and_left_at_exit(monkeypatch: pyt
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: seen.setdefault("set_device", device))
     monkeypatch.setattr(torch.distributed, "is_initialized", lambda: False)
     monkeypatch.setattr(torch.distributed, "init_process_group", lambda **options: seen.update(options))
-    monkeypatch.setattr(torch_engine.atexit, "register", lambda function: seen.setdefault("at_exit", function))
-    device, wrap = torch_engine._join_world("cuda")
-    assert device == "cuda:1" and wrap is not None
+    monkeypatch.setattr(parallel.atexit, "register", lambda function: seen.setdefault("at_exit", function))
+    device, joined = parallel.join_world("cuda")
+    assert device == "cuda:1" and joined
     assert seen["set_device"] == "cuda:1"
     assert (seen["backend"], seen["device_id"]) == ("nccl", torch.device("cuda:1"))
-    assert seen["at_exit"] is torch_engine._leave_world
+    assert seen["at_exit"] is parallel.leave_world

@@ -144,7 +144,7 @@ def test_the_header_names_the_workload_and_takes_the_sample_s_cost_from_the_firs
     store.add(BatchResult(2, Status.OK, None, {"samples_per_sec": 5.0, "parameters": 77,
                                                 "train_flops_per_sample": 2e6, "flops_note": "analytic"}))
     saved = json.loads((tmp_path / "summary.json").read_text())
-    assert saved["format"] == FORMAT == 5
+    assert saved["format"] == FORMAT == 6
     assert (saved["parameters"], saved["train_flops_per_sample"], saved["flops_note"]) == (77, 2e6, "analytic")
     assert saved["results"][1]["tokens_per_sec"] is None and "mfu" in saved["results"][1]
 

@@ -35,6 +35,12 @@ OptimizerName = Literal["sgd", "adam", "adamw"]
 # fp32's matrix products and convolutions: "highest" keeps them fp32; "high" lets them run in TF32 where the GPU has it
 # (TensorFlow's default, not PyTorch's): set explicitly in both engines, so a comparison holds the arithmetic equal.
 MatmulPrecision = Literal["highest", "high"]
+# Activations kept for the backward pass: all of them, or ("full") only each block's input, the block's forward run
+# again in the backward pass (torch.utils.checkpoint per transformer block, as torchtitan's "full" mode).
+ActivationCheckpointing = Literal["none", "full"]
+# How several processes hold the model: each a replica (DistributedDataParallel), or each a shard of every
+# parameter, gradient and optimizer state (FSDP2's fully_shard per block, gathered for each block's forward).
+Shard = Literal["ddp", "fsdp"]
 
 PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 DEVICES: tuple[Device, ...] = get_args(Device)
@@ -43,6 +49,8 @@ COMPILE_MODES: tuple[CompileMode, ...] = get_args(CompileMode)
 LOADERS: tuple[Loader, ...] = get_args(Loader)
 OPTIMIZERS: tuple[OptimizerName, ...] = get_args(OptimizerName)
 MATMUL_PRECISIONS: tuple[MatmulPrecision, ...] = get_args(MatmulPrecision)
+ACTIVATION_CHECKPOINTINGS: tuple[ActivationCheckpointing, ...] = get_args(ActivationCheckpointing)
+SHARDS: tuple[Shard, ...] = get_args(Shard)
 GPU_PROFILERS: tuple[Profiler, ...] = ("ncu", "nsys", "nvprof")  # run the worker under them; profile GPU kernels
 FRAMEWORK_PROFILERS: tuple[Profiler, ...] = ("torch", "tf")  # the framework's own profiler: that framework only
 
@@ -163,6 +171,8 @@ class ModelConfig:
     # fp32 products: true fp32 by default, so fp32 means fp32 in both frameworks and MFU is measured against the
     # fp32 peak; "high" (TF32) is what TensorFlow and NVIDIA's containers run unless told otherwise.
     matmul_precision: MatmulPrecision = "highest"
+    activation_checkpointing: ActivationCheckpointing = "none"  # PyTorch: recompute each block's forward
+    shard: Shard = "ddp"  # PyTorch under torchrun (--gpus, --nodes, --torchrun): replicas or FSDP shards
 
     def __post_init__(self) -> None:
         check_choice("framework", self.framework, FRAMEWORKS)
@@ -170,6 +180,8 @@ class ModelConfig:
         check_choice("device", self.device, DEVICES)
         check_choice("compile mode", self.compile_mode, COMPILE_MODES)
         check_choice("matmul precision", self.matmul_precision, MATMUL_PRECISIONS)
+        check_choice("activation checkpointing", self.activation_checkpointing, ACTIVATION_CHECKPOINTINGS)
+        check_choice("shard", self.shard, SHARDS)
         check_choice("workload", self.workload, workloads.names())
         workload = workloads.get(self.workload)
         check_choice("size", self.size, tuple(workload.sizes))
@@ -261,7 +273,8 @@ def workload_problems(model: ModelConfig, data: str | None = None) -> list[str |
               f"{', '.join(workload.params) or 'none'})"
               for name in PARAM_FIELDS if getattr(model, name) is not None and name not in workload.params]
     found += [f"--{name.replace('_', '-')} does not apply to --workload {model.workload}: {why}"
-              for name, why in workload.unsupported.items() if getattr(model, name, False)]
+              for name, why in workload.unsupported.items()
+              if getattr(model, name, False) not in (False, field_default(ModelConfig, name))]
     if data is not None and model.framework not in workload.data:
         found.append(f"--data: --workload {model.workload} runs on synthetic data only for now (drop --data)")
     return found
@@ -277,10 +290,20 @@ def train_data_problem(model: ModelConfig) -> str | None:
             f"(drop --data); measure it on real data with 'throughput --workload {workload} --data DIR'")
 
 
+# A choice only PyTorch's engine makes, other than its default: the same refusal as a framework's flag.
+TORCH_CHOICES: dict[str, str] = {
+    "activation_checkpointing": "TensorFlow's engine keeps every activation",
+    "shard": "TensorFlow's MirroredStrategy keeps a replica of every variable on each GPU",
+}
+
+
 def _framework_flag_problems(model: ModelConfig) -> list[str]:
-    return [f"--{flag.replace('_', '-')} is {capabilities_of(owner).title}'s (--framework {owner}); {hint}"
-            for flag, (owner, hint) in FRAMEWORK_FLAGS.items()
-            if getattr(model, flag) and model.framework != owner]
+    flags = [f"--{flag.replace('_', '-')} is {capabilities_of(owner).title}'s (--framework {owner}); {hint}"
+             for flag, (owner, hint) in FRAMEWORK_FLAGS.items()
+             if getattr(model, flag) and model.framework != owner]
+    return flags + [f"--{name.replace('_', '-')} {getattr(model, name)} is PyTorch's (--framework torch); {hint}"
+                    for name, hint in TORCH_CHOICES.items()
+                    if model.framework != "torch" and getattr(model, name) != field_default(ModelConfig, name)]
 
 
 def step_mode_problem(model: ModelConfig, device: str) -> str | None:
@@ -306,6 +329,12 @@ def launch_problem(model: ModelConfig, launch: LaunchConfig, profiler: str | Non
     starts: the engine would otherwise find out after the process group, the model and the loaders exist."""
     launched = capabilities_of(model.framework).launcher == "torchrun"  # else one process per node, never torchrun
     under_torchrun = launched and (launch.distributed or launch.torchrun)
+    if model.shard == "fsdp" and not under_torchrun:
+        return ("--shard fsdp shards the model over several processes: launch them with --gpus N (or --nodes, or "
+                "--torchrun for one)")
+    if model.shard == "fsdp" and model.precision == "fp16":
+        return ("--shard fsdp runs fp32 or bf16 (as torchtitan does): fp16's loss scaling is not built for sharded "
+                "gradients; use --precision bf16")
     if model.cuda_graph and under_torchrun:
         return ("--cuda-graph captures one process's eager step (DDP's all-reduce hooks run between its kernels); "
                 "with --gpus or --torchrun use --compile reduce-overhead")
@@ -572,6 +601,9 @@ class TrainConfig:
             raise UsageError("--cuda-graph is for throughput and profile runs: training sets a new learning rate "
                              "every step, which a captured graph would not see; use --compile reduce-overhead")
         refuse(problems(self.model, launch=self.launch, loader=self.loader, data=self.data))
+        if self.model.shard == "fsdp":
+            raise UsageError("train --shard fsdp: training saves whole-model checkpoints from rank 0, which sharded "
+                             "parameters do not hold; measure FSDP with throughput, profile or variability")
         if self.data is not None and (problem := train_data_problem(self.model)):
             raise UsageError(problem)
 

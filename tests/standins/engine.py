@@ -19,7 +19,9 @@ class StandInRunner:
         self.samples_per_step = samples_per_step
         self.tokens_per_step: int | None = None
         self.parameters = 0
+        self.parameters_held = 0
         self.train_flops_per_sample: float | None = None
+        self.hardware_flops_per_sample: float | None = None
         self.flops_note = "a stand-in counts nothing"
         self.step_record: dict[str, str | int | None] = {"optimizer": "a stand-in's"}
         self._losses: list[float] = []

@@ -98,4 +98,7 @@ def _world(ranked: Sequence[tuple[int, BatchResult]], world_size: int) -> dict[s
 def _rank_row(rank: int, result: BatchResult) -> dict[str, Any]:
     values = result.values
     return {"rank": rank, "samples_per_sec": values["samples_per_sec"], "window_s": values["window_s"],
-            "step_time_median_s": values["step_time_median_s"], "energy_j": values.get("energy_j")}
+            "step_time_median_s": values["step_time_median_s"], "energy_j": values.get("energy_j"),
+            "parameters_held": values.get("parameters_held"),
+            "memory_parameters_bytes": values.get("memory_parameters_bytes"),
+            "peak_memory_bytes": values.get("peak_memory_bytes")}

@@ -36,8 +36,10 @@ def peak_of(device: str, gpu_names: Sequence[str | None], arithmetic: str) -> Pe
 
 
 def work_values(samples_per_sec: float, per_sample_tokens: float | None, flops_per_sample: float | None,
-                peak: Peak) -> dict[str, Any]:
-    """tokens_per_sec, achieved_flops, peak_flops, mfu and mfu_note for a rate of ``samples_per_sec``."""
+                peak: Peak, hardware_flops_per_sample: float | None = None) -> dict[str, Any]:
+    """tokens_per_sec, achieved_flops, peak_flops, mfu, mfu_note and hfu for a rate of ``samples_per_sec``: MFU
+    counts the model's FLOPs, HFU what the hardware ran (``hardware_flops_per_sample``: the recomputed forward
+    too; None: the model's)."""
     achieved = samples_per_sec * flops_per_sample if flops_per_sample else None
     if achieved is None:
         mfu, note = None, "no FLOPs per sample counted (see flops_note)"
@@ -45,15 +47,18 @@ def work_values(samples_per_sec: float, per_sample_tokens: float | None, flops_p
         mfu, note = None, peak.note
     else:
         mfu, note = achieved / peak.flops, f"against {peak.note}"
+    hardware = hardware_flops_per_sample or flops_per_sample
+    hfu = samples_per_sec * hardware / peak.flops if mfu is not None and hardware and peak.flops else None
     return {"tokens_per_sec": samples_per_sec * per_sample_tokens if per_sample_tokens is not None else None,
-            "achieved_flops": achieved, "peak_flops": peak.flops, "mfu": mfu, "mfu_note": note}
+            "achieved_flops": achieved, "peak_flops": peak.flops, "mfu": mfu, "mfu_note": note, "hfu": hfu}
 
 
 def runner_values(runner: StepRunner, samples_per_sec: float, peak: Peak) -> dict[str, Any]:
     """The WORK fields of one process's measurement."""
-    flops = runner.train_flops_per_sample
-    return {"parameters": runner.parameters, "train_flops_per_sample": flops, "flops_note": runner.flops_note,
-            **work_values(samples_per_sec, tokens_per_sample(runner), flops, peak)}
+    flops, hardware = runner.train_flops_per_sample, runner.hardware_flops_per_sample
+    return {"parameters": runner.parameters, "parameters_held": runner.parameters_held,
+            "train_flops_per_sample": flops, "hardware_flops_per_sample": hardware, "flops_note": runner.flops_note,
+            **work_values(samples_per_sec, tokens_per_sample(runner), flops, peak, hardware)}
 
 
 def world_values(lead: Mapping[str, Any], samples_per_sec: float, world_size: int) -> dict[str, Any]:
@@ -68,4 +73,5 @@ def world_values(lead: Mapping[str, Any], samples_per_sec: float, world_size: in
                 f"{world_size} ranks, each {note.removeprefix('against ')}")
     if rank_peak is None:
         peak = Peak(None, note)
-    return work_values(samples_per_sec, per_sample_tokens, lead.get("train_flops_per_sample"), peak)
+    return work_values(samples_per_sec, per_sample_tokens, lead.get("train_flops_per_sample"), peak,
+                       lead.get("hardware_flops_per_sample"))

@@ -12,6 +12,7 @@ from typing import TypeVar
 from trainbench import workloads
 from trainbench.bench.launch import local_process_problem
 from trainbench.config import (
+    ACTIVATION_CHECKPOINTINGS,
     COMPILE_MODES,
     CPU_BATCH_SIZES,
     DEVICES,
@@ -25,6 +26,7 @@ from trainbench.config import (
     MAX_SEED,
     OPTIMIZERS,
     PRECISIONS,
+    SHARDS,
     BenchConfig,
     LaunchConfig,
     ModelConfig,
@@ -161,6 +163,10 @@ def add_launch_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--torchrun", action="store_true",
                         help="PyTorch: launch through torchrun and DDP even with --gpus 1 (to compare with the plain "
                         "path)")
+    add_choice_option(parser, "--shard", SHARDS, field_default(ModelConfig, "shard"),
+                      "PyTorch under torchrun: ddp keeps a replica of the model in every process; fsdp shards "
+                      "parameters, gradients and optimizer state (FSDP2 per block, bf16 parameters with fp32 "
+                      "reductions under --precision bf16)")
 
 
 def launch_config(args: argparse.Namespace, model: ModelConfig, profiler: str | None = None) -> LaunchConfig:
@@ -234,6 +240,10 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     add_choice_option(parser, "--matmul-precision", MATMUL_PRECISIONS, field_default(ModelConfig, "matmul_precision"),
                       "fp32's matrix products and convolutions, set the same in both frameworks: highest keeps them "
                       "fp32, high lets them use TF32 where the GPU has it (TensorFlow's own default)")
+    add_choice_option(parser, "--activation-checkpointing", ACTIVATION_CHECKPOINTINGS,
+                      field_default(ModelConfig, "activation_checkpointing"),
+                      "PyTorch, transformer workloads: full keeps only each block's input and runs the block's "
+                      "forward again in the backward pass (less memory, more FLOPs: hfu beside mfu)")
 
 
 def add_optimizer_option(parser: argparse.ArgumentParser) -> None:

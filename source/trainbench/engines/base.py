@@ -37,8 +37,11 @@ class StepRunner(Protocol):
     # from the model outside every window; None when it could not be counted (the reason in flops_note).
     train_flops_per_sample: float | None
     flops_note: str  # how train_flops_per_sample was counted (FlopCounterMode, TF profiler, analytic), or why not
+    # The same count with what recomputation adds (--activation-checkpointing full): the FLOPs the hardware runs.
+    hardware_flops_per_sample: float | None
+    parameters_held: int  # trainable parameters this process holds: its shards under FSDP, else ``parameters``
     # How the step runs, as the engine set it (result fields of group STEP): matmul_precision, optimizer,
-    # attention_kernel, image_layout, host_syncs_per_step.
+    # attention_kernel, image_layout, host_syncs_per_step, activation_checkpointing, shard.
     step_record: dict[str, str | int | None]
 
     def step(self) -> None:

@@ -225,6 +225,22 @@ FIELDS: tuple[Field, ...] = (
           "the times one training step's host waits to read a device value (PyTorch: counted by a dispatch mode on "
           "one eager step of the plain network; torchvision's RetinaNet loss: 9 per image); None: TensorFlow, "
           "which cannot tell"),
+    # Sharding and recomputation (format 6): what the model FLOPs leave out, and what each process holds.
+    Field("activation_checkpointing", "", FLAT, Merge.LEAD, Group.STEP,
+          "PyTorch: none (every activation kept) or full (each block's forward run again in the backward pass)",
+          console="recompute"),
+    Field("shard", "", FLAT, Merge.LEAD, Group.STEP,
+          "PyTorch under torchrun: ddp (a replica per process) or fsdp (FSDP2 shards per block); None: one process",
+          console="shard"),
+    Field("parameters_held", "", FLAT, Merge.MAX, Group.WORK,
+          "trainable parameters one process holds: its shards under --shard fsdp (the fullest rank's; each rank's in "
+          "ranks), all of them otherwise"),
+    Field("hardware_flops_per_sample", "FLOP", FLAT, Merge.LEAD, Group.WORK,
+          "train_flops_per_sample plus what recomputation adds (--activation-checkpointing full: the blocks' "
+          "forward again), counted the same way", measured=True),
+    Field("hfu", "fraction", FLAT, Merge.WORLD, Group.WORK,
+          "hardware FLOPs utilisation: samples_per_sec x hardware_flops_per_sample / peak_flops (= mfu without "
+          "recomputation); None where mfu is", measured=True, console="HFU %"),
 )
 
 BY_NAME: dict[str, Field] = {f.name: f for f in FIELDS}

@@ -18,7 +18,7 @@ from typing import Any
 from trainbench.results import fields
 from trainbench.results.derived import derived_problem
 
-FORMAT = 5  # the version of every JSON object the suite writes (its "format" field); files without one are 1
+FORMAT = 6  # the version of every JSON object the suite writes (its "format" field); files without one are 1
 FORMAT_KEY = "format"
 RESULTS_KEY = "results"
 

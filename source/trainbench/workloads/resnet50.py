@@ -22,6 +22,8 @@ RESNET50 = register(Workload(
     record_kind="imagenet",
     builders={"torch": "trainbench.engines.torch.workloads.resnet50",
               "tf": "trainbench.engines.tf.workloads.resnet50"},
+    # Recomputing a block in training mode would update batch norm's running statistics a second time.
+    unsupported={"activation_checkpointing": "recomputing a block would update batch norm's running statistics twice"},
     data=frozenset({"torch", "tf"}),
     published_parameters=25.557e6,
     optimizer=ReferenceOptimizer("sgd", 0.1, 1e-4, label_smoothing=0.1,

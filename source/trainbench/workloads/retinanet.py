@@ -28,7 +28,8 @@ RETINANET = register(Workload(
     # image (engines/torch/workloads/retinanet.py: HOST_SYNCS_PER_IMAGE, counted on the CPU); a capture fails at the
     # first read, so --cuda-graph is refused here rather than left to fail in the worker.
     unsupported={"cuda_graph": "torchvision's loss reads the GPU 9 times per image every step (anchor matching, "
-                               "boolean masks), which a CUDA graph cannot capture"},
+                               "boolean masks), which a CUDA graph cannot capture",
+                 "activation_checkpointing": "recomputation is built for the transformer workloads' blocks"},
     untrainable="no learnable synthetic detection set (throughput, profile and input-bench measure it)",
     data=frozenset({"torch", "tf"}),  # converted records (trainbench data ...): engines/{torch,tf}/record_pipeline.py
     published_parameters=34e6,

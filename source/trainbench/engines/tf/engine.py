@@ -299,6 +299,7 @@ class _Runner:
         tokens = model.spec.tokens_per_sample(model.params())
         self.tokens_per_step: int | None = None if tokens is None else parts.global_batch * tokens
         self.parameters: int = parameter_count(parts.network)
+        self.parameters_held = self.parameters  # MirroredStrategy keeps a replica of every variable on each GPU
         self.train_flops_per_sample: float | None = None
         self.flops_note = "not counted"
         self.network = parts.network  # for inspection (tests)
@@ -312,7 +313,7 @@ class _Runner:
             # TensorFlow does not say which attention kernel its ops ran, nor when its host waits for a device value;
             # NHWC is its convolutions' layout.
             "attention_kernel": None, "image_layout": "NHWC" if model.spec.image_tensors else None,
-            "host_syncs_per_step": None}
+            "host_syncs_per_step": None, "activation_checkpointing": "none", "shard": None}
         if data is not None:
             self._step = _data_step(parts, model, tfrecords_only(open_source(data)))
             return
@@ -334,6 +335,10 @@ class _Runner:
             return _first_loss(strategy, strategy.run(replica_step, args=(inputs, targets)))
 
         self._step = step
+
+    @property
+    def hardware_flops_per_sample(self) -> float | None:
+        return self.train_flops_per_sample  # nothing is recomputed
 
     def _count_flops(self, parts: _Parts, model: ModelConfig) -> None:
         try:

@@ -8,9 +8,6 @@ same functions below, so a benchmarked step is exactly the step that training ru
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import datetime as dt
 import importlib.metadata
 import importlib.util
 import itertools
@@ -50,7 +47,7 @@ from trainbench.engines.base import (
 )
 from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.engines.launchers import process_place
-from trainbench.engines.torch import memory
+from trainbench.engines.torch import memory, parallel
 from trainbench.engines.torch.probe import probe_step
 from trainbench.engines.torch.workloads import TorchBuilder, builder_of, flops
 from trainbench.errors import UsageError
@@ -78,49 +75,6 @@ def _device(model_config: ModelConfig, loader: str = "cpu", data: str | None = N
         if problem:
             raise UsageError(problem)
     return device
-
-
-COLLECTIVE_TIMEOUT = dt.timedelta(minutes=10)  # a rank that died or hangs fails the others' collectives, not forever
-
-
-def _join_world(device: str) -> tuple[str, Callable[[nn.Module], nn.Module] | None]:
-    """Under torchrun (even with one process: ``--torchrun``): this process's device (its LOCAL_RANK-th GPU) in the
-    process group (NCCL on GPUs, gloo on the CPU) and the DistributedDataParallel wrapper; started alone: the device
-    as it is and no wrapper."""
-    place = process_place()
-    if place.world_size <= 1 and "TORCHELASTIC_RUN_ID" not in os.environ:
-        return device, None
-    cuda = torch.device(device).type == "cuda"
-    if cuda:
-        device = f"cuda:{place.local_rank}"
-        torch.cuda.set_device(device)
-    if not torch.distributed.is_initialized():
-        # device_id: barrier() and NCCL's communicator use this GPU, and say so, rather than guess the current one.
-        torch.distributed.init_process_group(backend="nccl" if cuda else "gloo", timeout=COLLECTIVE_TIMEOUT,
-                                             device_id=torch.device(device) if cuda else None)
-        atexit.register(_leave_world)
-
-    def wrap(module: nn.Module) -> nn.Module:
-        return nn.parallel.DistributedDataParallel(module, device_ids=[device] if cuda else None)
-
-    return device, wrap
-
-
-def _leave_world() -> None:
-    """At the worker's exit: the process group torn down before the interpreter's (torch warns without it, and a
-    peer can wait on a communicator left alive). A group already gone, or failing to close, ends nothing."""
-    if torch.distributed.is_initialized():
-        with contextlib.suppress(Exception):
-            torch.distributed.destroy_process_group()
-
-
-def _world_record() -> dict[str, Any] | None:
-    """The process group this process measured in, for env.json (None alone)."""
-    if not torch.distributed.is_initialized():
-        return None
-    return {"backend": torch.distributed.get_backend(), "world_size": torch.distributed.get_world_size(),
-            "local_world_size": int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
-            "nodes": int(os.environ.get("GROUP_WORLD_SIZE", "1"))}
 
 
 def _prepare_device(device: str, matmul_precision: str) -> None:
@@ -200,7 +154,7 @@ def _grouped_state(saved: dict[str, Any], network: nn.Module, weight_decay: floa
 
 @dataclass
 class _Parts:
-    network: nn.Module  # the plain module: checkpoints hold its state_dict, evaluation calls it
+    network: nn.Module  # the module built (checkpointed, sharded in place): state dicts, evaluation, probes
     builder: TorchBuilder
     optimizer: torch.optim.Optimizer
     optimizer_text: str  # what the optimizer is, as recorded: "adamw (torch, fused)"
@@ -210,15 +164,25 @@ class _Parts:
     autocast_dtype: torch.dtype | None
 
 
-def _build(
-    model_config: ModelConfig, optimizer_config: OptimizerConfig, learning_rate: float, device: str,
-    wrap: Callable[[nn.Module], nn.Module] | None = None,
-) -> _Parts:
-    """Network, optimizer and training step; ``wrap`` adds DistributedDataParallel for multi-GPU training."""
+def _network(model_config: ModelConfig, device: str, recompute: bool = True) -> tuple[TorchBuilder, nn.Module]:
+    """The workload's builder and its network on ``device`` from the seed, its blocks checkpointed as asked
+    (``recompute``: False leaves that to the caller, which counts the network's FLOPs first)."""
     torch.manual_seed(model_config.seed)
     builder = builder_of(model_config)
     network = builder.build(model_config).to(device)  # .to keeps a channels_last layout the builder chose
-    forward = wrap(network) if wrap else network
+    if recompute:
+        parallel.recompute_blocks(builder, network, model_config)
+    return builder, network
+
+
+def _build(
+    model_config: ModelConfig, optimizer_config: OptimizerConfig, learning_rate: float, device: str,
+    distributed: bool = False, built: tuple[TorchBuilder, nn.Module] | None = None,
+) -> _Parts:
+    """Network (``built``, else ``_network``'s), optimizer and training step; ``distributed``: under a process
+    group, the network held as ``--shard`` says (``parallel.distributed``)."""
+    builder, network = built if built is not None else _network(model_config, device)
+    forward = parallel.distributed(network, builder, model_config, device) if distributed else network
     if model_config.compile:
         # Static shapes: every batch of a run has the same shape (training drops the short last batch).
         # A module compiled is an OptimizedModule, itself a module (torch types the result as any callable).
@@ -358,59 +322,70 @@ class _Runner:
 
     def __init__(self, config: BenchConfig, device: str) -> None:
         model = config.model
-        device, wrap = _join_world(device)
-        self._distributed = wrap is not None
+        device, self._distributed = parallel.join_world(device)
         self.samples_per_step: int = config.batch_size  # this process's (one device's); the sweep counts the world
         rank, _, world = process_place()
         learning_rate = config.optimizer.learning_rate(config.batch_size * world)
-        self._parts = _build(model, config.optimizer, learning_rate, device, wrap)
+        builder, network = _network(model, device, recompute=False)
         self._cuda = torch.device(device).type == "cuda"
         # --loader gpu prepares the next batches on a stream of its own: syncing the step's stream alone keeps that
         # prefetch out of --sync-every-step's step times (each step waits for its own batch already).
         self._input_stream_apart = (self._cuda and config.data is not None and config.loader == "gpu"
                                     and not _reads_records(model))
-        self._train_step = self._parts.step
         self._losses: list[torch.Tensor] = []  # each step's loss, on the device, read outside the windows
         self._batches: Iterator[Batch] | None = None  # --data: the pipeline (its workers, the GPU loader's thread)
-        self._next_batch = self._input(config, device, rank, world)
+        self._next_batch = self._input(config, builder, device, rank, world)
         self.compile_s: float | None = None  # compiling or capturing the step, before (and apart from) any window
         tokens = model.spec.tokens_per_sample(model.params())
         self.tokens_per_step: int | None = None if tokens is None else config.batch_size * tokens
-        self.parameters: int = sum(p.numel() for p in self.network.parameters() if p.requires_grad)
-        # Counted and probed once on the plain network (no compile, no DDP, no graph), outside every window.
-        parts, probed = self._parts, self._probe_batch(config, device)
-        smoothing = config.optimizer.label_smoothing
+        self.parameters: int = sum(p.numel() for p in network.parameters() if p.requires_grad)
+        # Counted and probed once on the whole network (no compile, no DDP or FSDP, no graph), outside every window:
+        # the model's FLOPs before its blocks are checkpointed, the hardware's (the recomputed forward too) after.
+        probed, smoothing = self._probe_batch(config, builder, device), config.optimizer.label_smoothing
+        device_type, dtype = torch.device(device).type, _AUTOCAST_DTYPES[model.precision]
+
+        def autocast() -> torch.autocast:
+            return _autocast(device_type, dtype)
+
         self.train_flops_per_sample, self.flops_note = flops.train_flops_per_sample(
-            parts.builder, parts.network, probed, config.batch_size, smoothing,
-            lambda: _autocast(parts.device_type, parts.autocast_dtype))
-        self._probe = probe_step(parts.builder, parts.network, probed, smoothing,
-                                 lambda: _autocast(parts.device_type, parts.autocast_dtype))
+            builder, network, probed, config.batch_size, smoothing, autocast)
+        self.hardware_flops_per_sample = self.train_flops_per_sample
+        if parallel.recompute_blocks(builder, network, model) and self.train_flops_per_sample is not None:
+            self.hardware_flops_per_sample, _ = flops.train_flops_per_sample(
+                builder, network, probed, config.batch_size, smoothing, autocast)
+        self._probe = probe_step(builder, network, probed, smoothing, autocast)
+        self._parts = _build(model, config.optimizer, learning_rate, device, self._distributed, (builder, network))
+        self._train_step = self._parts.step
+        self.parameters_held: int = parallel.held_parameters(network)
         self.step_record: dict[str, str | int | None] = {
-            "matmul_precision": matmul_precision(), "optimizer": parts.optimizer_text,
+            "matmul_precision": matmul_precision(), "optimizer": self._parts.optimizer_text,
             "attention_kernel": self._probe.attention_kernel, "image_layout": _image_layout(model),
-            "host_syncs_per_step": len(self._probe.host_syncs)}
+            "host_syncs_per_step": len(self._probe.host_syncs),
+            "activation_checkpointing": model.activation_checkpointing,
+            "shard": model.shard if self._distributed else None}
         if model.compile or model.cuda_graph:
             if model.cuda_graph and self._distributed:
                 raise UsageError("--cuda-graph runs one process; with --gpus use --compile reduce-overhead")
             self.compile_s = self._prepare(model)
 
-    def _input(self, config: BenchConfig, device: str, rank: int, world: int) -> Callable[[], Batch]:
+    def _input(self, config: BenchConfig, builder: TorchBuilder, device: str, rank: int,
+               world: int) -> Callable[[], Batch]:
         model = config.model
         if config.data is not None:
             loader = _loader(open_source(config.data), config.batch_size, model, device, True, config.loader, rank,
                              world)
-            self._batches = _batches(loader, model, self._parts.builder, device, True, config.loader, endless=True)
+            self._batches = _batches(loader, model, builder, device, True, config.loader, endless=True)
             return self._batches.__next__
-        batch = self._parts.builder.synthetic_batch(model, config.batch_size, device, model.seed)
+        batch = builder.synthetic_batch(model, config.batch_size, device, model.seed)
         self._synthetic = batch
         return lambda: batch
 
-    def _probe_batch(self, config: BenchConfig, device: str) -> Batch:
+    def _probe_batch(self, config: BenchConfig, builder: TorchBuilder, device: str) -> Batch:
         """The batch a probe step (a count, a measurement) runs on: the synthetic one, or one of the run's shape with
         --data (the pipeline's batches are the steps')."""
         model = config.model
         return (self._synthetic if config.data is None
-                else self._parts.builder.synthetic_batch(model, config.batch_size, device, model.seed))
+                else builder.synthetic_batch(model, config.batch_size, device, model.seed))
 
     def _prepare(self, model: ModelConfig) -> float:
         """Compile (torch.compile) or capture (CUDA graph) the step now, timed: no window ever contains it. From
@@ -494,10 +469,11 @@ class _Trainer:
         self._rank, _, self._world = process_place()
         if config.batch_size % self._world:
             raise UsageError(f"batch size {config.batch_size} does not split evenly over {self._world} processes")
-        device, wrap = _join_world(_device(model, config.loader, config.data))
+        device, distributed = parallel.join_world(_device(model, config.loader, config.data))
         _prepare_device(device, model.matmul_precision)
         self._device = device
-        self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device, wrap)
+        self._parts = _build(model, config.optimizer, config.optimizer.learning_rate(config.batch_size), device,
+                             distributed)
         self._smoothing = config.optimizer.label_smoothing
         self._weight_decay = config.optimizer.weight_decay
         self.global_batch = config.batch_size
@@ -777,7 +753,7 @@ class TorchEngine:
             "devices": ["cpu", *gpus],
             "threads": torch.get_num_threads(),
             "nccl": ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else None,
-            "distributed": _world_record(),
+            "distributed": parallel.world_record(),
         }
 
     def make_runner(self, config: BenchConfig) -> _Runner:

@@ -3,7 +3,9 @@ activations the forward pass keeps for the backward pass (measured with saved-te
 
 Bytes are counted by storage, each once: a view (a transposed weight saved for a matrix product's backward) adds
 nothing to the storage it views, and a parameter saved for the backward pass is the parameter's memory, not an
-activation's.
+activation's. Under FSDP a process holds its shard of each parameter, gradient and state tensor (``local``). A
+checkpointed block (``--activation-checkpointing full``) keeps its input alone, which no saved-tensor hook sees:
+counted from the block's call.
 """
 
 from __future__ import annotations
@@ -13,15 +15,23 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
+from torch.distributed.tensor import DTensor
+from torch.utils._pytree import tree_leaves
 
 from trainbench.engines.torch.workloads.flops import untouched
 
 
+def local(tensor: torch.Tensor) -> torch.Tensor:
+    """What this process holds of ``tensor``: its shard of a sharded (FSDP) one, else all of it."""
+    return tensor.to_local() if isinstance(tensor, DTensor) else tensor
+
+
 def _storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
-    """The bytes of the distinct storages under ``tensors``."""
+    """The bytes of the distinct storages under ``tensors`` (this process's shards of sharded ones)."""
     storages = {}
     for tensor in tensors:
-        storage = tensor.untyped_storage()
+        storage = local(tensor).untyped_storage()
         storages[storage.data_ptr()] = storage.nbytes()
     return sum(storages.values())
 
@@ -55,7 +65,7 @@ def optimizer_bytes(optimizer: torch.optim.Optimizer) -> tuple[int, int]:
 def activation_bytes(network: nn.Module, loss: Callable[[], torch.Tensor]) -> int:
     """The bytes of what ``loss()``'s forward pass saves for its backward pass, parameters left out, measured on
     one probe step that leaves the network ``untouched``."""
-    parameters = {p.untyped_storage().data_ptr() for p in network.parameters()}
+    parameters = {local(p).untyped_storage().data_ptr() for p in network.parameters()}
     saved: list[torch.Tensor] = []
 
     def pack(tensor: torch.Tensor) -> Any:
@@ -63,8 +73,19 @@ def activation_bytes(network: nn.Module, loss: Callable[[], torch.Tensor]) -> in
             saved.append(tensor)
         return tensor
 
-    with untouched(network):
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-            result = loss()
-        result.backward()  # frees what was saved, as a step would
-        return _storage_bytes(saved)
+    def block_input(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        for leaf in tree_leaves((args, kwargs)):
+            if isinstance(leaf, torch.Tensor):
+                pack(leaf)
+
+    checkpointed = [module for module in network.modules() if isinstance(module, CheckpointWrapper)]
+    hooks = [module.register_forward_pre_hook(block_input, with_kwargs=True) for module in checkpointed]
+    try:
+        with untouched(network):
+            with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+                result = loss()
+            result.backward()  # frees what was saved, as a step would
+            return _storage_bytes(saved)
+    finally:
+        for hook in hooks:
+            hook.remove()

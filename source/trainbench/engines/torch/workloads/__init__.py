@@ -10,7 +10,7 @@ learnable token set, from converted records), the loss and what evaluation reads
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 import torch
@@ -52,10 +52,20 @@ class TorchBuilder(Protocol):
                             device: torch.device | str) -> Batch:
         """``synthetic_batch``'s structure from the record pipeline's collated dict of tensors (on the host)."""
 
+    def blocks(self, network: nn.Module) -> list[nn.ModuleList]:
+        """The network's repeated blocks (a transformer's layers), each list in order: what activation checkpointing
+        recomputes and FSDP shards one by one (``engines.torch.parallel``); [] for a network without such blocks."""
+
 
 class Builder:
     """The parts a workload may lack, refused in one line: a workload without a learnable token set or without
-    converted records never has them asked for (its descriptor says so), so reaching one is a programming error."""
+    converted records never has them asked for (its descriptor says so), so reaching one is a programming error.
+    ``BLOCKS``: the paths of the network's lists of repeated blocks (``blocks``)."""
+
+    BLOCKS: tuple[str, ...] = ()
+
+    def blocks(self, network: nn.Module) -> list[nn.ModuleList]:
+        return [cast(nn.ModuleList, network.get_submodule(path)) for path in self.BLOCKS]
 
     def _lacks(self, what: str) -> TypeError:
         return TypeError(f"{type(self).__name__} has no {what}")

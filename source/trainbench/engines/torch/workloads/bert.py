@@ -66,6 +66,8 @@ class MaskedPretraining(nn.Module):
 
 
 class BertBuilder(Builder):
+    BLOCKS = ("bert.encoder.layer",)
+
     def build(self, model: ModelConfig) -> nn.Module:
         return MaskedPretraining(transformers.BertForPreTraining(config(model)))
 

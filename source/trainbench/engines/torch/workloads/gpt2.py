@@ -25,6 +25,8 @@ def config(model: ModelConfig) -> transformers.GPT2Config:
 
 
 class Gpt2Builder(CausalLM):
+    BLOCKS = ("transformer.h",)
+
     def make(self, model: ModelConfig) -> transformers.PreTrainedModel:
         return transformers.GPT2LMHeadModel(config(model))
 

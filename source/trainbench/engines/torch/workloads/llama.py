@@ -39,6 +39,8 @@ def config(model: ModelConfig) -> transformers.LlamaConfig:
 
 
 class LlamaBuilder(CausalLM):
+    BLOCKS = ("model.layers",)
+
     def make(self, model: ModelConfig) -> transformers.PreTrainedModel:
         return transformers.LlamaForCausalLM(config(model))
 

@@ -72,6 +72,8 @@ def _pair(source: np.ndarray, target: np.ndarray, device: torch.device | str) ->
 
 
 class TransformerBuilder(Builder):
+    BLOCKS = ("transformer.encoder.layers", "transformer.decoder.layers")
+
     def build(self, model: ModelConfig) -> nn.Module:
         dims = model.spec.dims(model.size)
         return Translator(dims["vocab"], dims["hidden"], dims["heads"], dims["layers"], dims["ffn"],

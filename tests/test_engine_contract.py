@@ -323,6 +323,10 @@ def test_every_pair_records_how_its_step_ran_and_what_it_holds(stepped: dict[str
     # PyTorch counts its step's host reads: none, but torchvision RetinaNet's loss, 9 an image (batch 2 here).
     syncs = (18 if model.workload == "retinanet" else 0) if model.framework == "torch" else None
     assert record["host_syncs_per_step"] == syncs
+    # One process, nothing recomputed: it holds every parameter, and the hardware runs the model's FLOPs.
+    assert (record["activation_checkpointing"], record["shard"]) == ("none", None)
+    assert runner.parameters_held == runner.parameters
+    assert runner.hardware_flops_per_sample == runner.train_flops_per_sample
     memory = runner.memory()
     parameters = runner.parameters
     assert memory.parameters == memory.gradients == 4 * parameters

@@ -114,8 +114,8 @@ def test_a_sequence_longer_than_tiny_positions_is_one_line() -> None:
 
 
 def test_tensorflow_and_a_size_the_workload_lacks_are_one_line() -> None:
-    with pytest.raises(UsageError, match=r"^--workload llama has no tf implementation: the pinned tf-models-official "
-                                         r"has no Llama") as refused:
+    with pytest.raises(UsageError, match=r"^--workload llama has no tf implementation: the TensorFlow engine runs "
+                                         r"tf_keras \(Keras 2\).*keras-hub's Llama is Keras 3") as refused:
         ModelConfig(framework="tf", workload="llama")
     assert "\n" not in str(refused.value)
     with pytest.raises(UsageError, match=r"^unknown size '1b': choose one of full, tiny$"):

@@ -39,7 +39,11 @@ LLAMA = register(Workload(
     # fit Llama's 128,256-token embedding; the tokenizer is outside the timed step.
     record_kind="gpt2",
     builders={"torch": "trainbench.engines.torch.workloads.llama"},
-    refused={"tf": "the pinned tf-models-official has no Llama (run it with --framework torch)"},
+    # keras-hub 0.29.1 pins beside tf-models-official 2.20 (pip's resolver adds only kagglehub), but its Llama is
+    # Keras 3: its variables, optimizer and mixed-precision policy are not tf_keras's, which the TensorFlow engine
+    # and tf-models-official run: a second TensorFlow engine, not a builder.
+    refused={"tf": "the TensorFlow engine runs tf_keras (Keras 2), as tf-models-official does, and keras-hub's Llama "
+                   "is Keras 3 (run it with --framework torch)"},
     tokens_param="seq_len",
     unsupported={"channels_last": "it has no image tensors"},
     data=frozenset({"torch"}),  # converted gpt2 records (trainbench data text): engines.torch.record_pipeline

@@ -215,6 +215,24 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("a NaN loss in a window taken as a result", "source/trainbench/bench/trained.py",
              "        if not math.isfinite(loss):", "        if math.isinf(loss):",
              ("tests/test_step_fidelity.py",)),
+    # --- issue 41: sharding and recomputation
+    Mutation("FSDP sharding the root only (every block whole on every rank)",
+             "source/trainbench/engines/torch/parallel.py",
+             "            fully_shard(block, mp_policy=policy)", "            pass",
+             ("tests/test_sharding.py",)),
+    Mutation("FSDP summing the ranks' gradients instead of averaging them",
+             "source/trainbench/engines/torch/parallel.py",
+             "    fully_shard(network, mp_policy=policy)\n",
+             "    fully_shard(network, mp_policy=policy)\n    network.set_gradient_divide_factor(1.0)\n",
+             ("tests/test_sharding.py",)),
+    Mutation("the model's FLOPs counted after the blocks are checkpointed (MFU counting the recompute)",
+             "source/trainbench/engines/torch/engine.py",
+             "        builder, network = _network(model, device, recompute=False)",
+             "        builder, network = _network(model, device)",
+             ("tests/test_sharding.py",)),
+    Mutation("HFU from the model's FLOPs", "source/trainbench/bench/work.py",
+             "    hardware = hardware_flops_per_sample or flops_per_sample", "    hardware = flops_per_sample",
+             ("tests/test_sharding.py",)),
 )
 
 

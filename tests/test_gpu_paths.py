@@ -24,9 +24,9 @@ from trainbench.config import BenchConfig, LaunchConfig, ModelConfig, problems
 from trainbench.data.source import IMAGE_FOLDER, DataSource
 from trainbench.engines import input_batches
 from trainbench.engines.torch import engine as torch_engine
-from trainbench.engines.torch import parallel
 from trainbench.engines.torch import gpu_image_pipeline as gpu_pipeline
 from trainbench.engines.torch import image_pipeline as torch_pipeline
+from trainbench.engines.torch import parallel
 from trainbench.errors import UsageError
 from trainbench.profile.gpu_target import query_gpu
 from trainbench.profile.nsys import Nsys

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import torch
+from torch.distributed.fsdp import FSDPModule
 
 from tests.conftest import assert_one_line_error, run_cli
 from trainbench.bench.work import work_values
@@ -50,6 +51,35 @@ def test_a_checkpointed_step_keeps_less_and_computes_the_same_losses(checkpointi
     assert losses == pytest.approx(plain_losses, rel=1e-6, abs=0.0)
 
 
+class Blocks(torch.nn.Module):
+    """Two blocks of a product and a ReLU, in a ModuleList as a transformer's layers are."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+                                          for _ in range(2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def test_a_checkpointed_block_keeps_its_input_and_nothing_else() -> None:
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+
+    from trainbench.engines.torch.memory import activation_bytes
+
+    network, x = Blocks(), torch.randn(4, 8)
+    plain = activation_bytes(network, lambda: network(x).sum())
+    # 4 x 8 fp32 (128 bytes) each: x (the first product's input), the first ReLU's output (which the second product
+    # saves too: one storage) and the second ReLU's output.
+    assert plain == 3 * 128
+    for index, layer in enumerate(network.layers):
+        network.layers[index] = checkpoint_wrapper(layer)
+    assert activation_bytes(network, lambda: network(x).sum()) == 2 * 128  # the two blocks' inputs alone
+
+
 def test_recomputation_adds_at_most_the_blocks_forward_to_the_hardware_flops(checkpointing: dict[str, Any]) -> None:
     (plain, _), (checkpointed, _) = checkpointing["none"], checkpointing["full"]
     model_flops = plain.train_flops_per_sample
@@ -84,8 +114,11 @@ def _rank(rank: int, port: int, out: str) -> None:
     found = {}
     for shard in ("ddp", "fsdp"):
         runner, losses = stepped_losses(tiny(shard=shard), 2, LaunchConfig(processes_per_node=2))
+        units = sum(isinstance(module, FSDPModule) for module in runner.network.modules())
         found[shard] = {"losses": losses, "held": runner.parameters_held, "parameters": runner.parameters,
-                        "parameter_bytes": runner.memory().parameters, "record": runner.step_record["shard"]}
+                        "units": units, "parameter_bytes": runner.memory().parameters,
+                        "flops": runner.train_flops_per_sample, "activations": runner.memory().activations,
+                        "record": runner.step_record["shard"]}
     Path(out, f"rank{rank}.json").write_text(json.dumps(found))
     torch.distributed.destroy_process_group()
 
@@ -96,8 +129,12 @@ def test_fsdp_ranks_hold_half_the_parameters_and_train_ddps_step(tmp_path: Path)
     for found in ranks:
         ddp, fsdp = found["ddp"], found["fsdp"]
         assert (ddp["record"], fsdp["record"]) == ("ddp", "fsdp")
+        assert (ddp["units"], fsdp["units"]) == (0, 2 + 1)  # each of tiny llama's 2 blocks sharded, then the root
         assert ddp["held"] == ddp["parameters"] == fsdp["parameters"]  # a replica holds every parameter
         assert fsdp["parameter_bytes"] == 4 * fsdp["held"]  # this rank's fp32 shards only
+        # FSDP never runs the whole network: its FLOPs are the meta device's count, its activations measured on the
+        # shards with the gathered parameters left out; both are DDP's figures.
+        assert (fsdp["flops"], fsdp["activations"]) == (ddp["flops"], ddp["activations"])
         # Same data on each rank, gradients averaged either way: the same losses (another reduction order).
         assert fsdp["losses"] == pytest.approx(ddp["losses"], rel=1e-5)
     # Every parameter is split over the two ranks (dim-0 shards, the odd row on rank 0).

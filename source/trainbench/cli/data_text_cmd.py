@@ -1,4 +1,8 @@
-"""``trainbench data text|translate|synth-text``: text corpora into the BERT, GPT-2 and Transformer records.
+"""``trainbench data text|translate|synth-text``: text corpora into the BERT, GPT-2/Llama and Transformer records.
+
+``data text --workload W`` writes the records W reads (its descriptor's ``record_kind``: gpt2 and llama both read
+the gpt2 kind, made by the same writer); its choices, its --seq-len default and bounds, and its --vocab-size default
+come from the descriptors of the workloads reading a kind of whole documents.
 
 Registered by ``data_cmd``; each subcommand prints one summary line on stdout, bad input is one UsageError line
 (exit 2). The data modules (and ``tokenizers``) are imported when a subcommand runs.
@@ -13,9 +17,19 @@ from typing import TYPE_CHECKING
 from trainbench import workloads
 from trainbench.cli.data_common import add_workers, reasons, say, workers
 from trainbench.cli.options import path_text, whole_number
+from trainbench.data.record_kinds import record_kinds
 
 if TYPE_CHECKING:
     from trainbench.data.text_convert import TextOptions, TextSummary
+    from trainbench.workloads import Workload
+
+
+def text_workloads() -> tuple[Workload, ...]:
+    """The workloads ``data text`` writes records for: those reading a text kind of whole documents (the sentence
+    pairs of the translation kind are ``data translate``'s)."""
+    kinds = {spec.name for spec in record_kinds() if spec.is_text and not spec.pairs}
+    return tuple(workload for workload in workloads.all_workloads()
+                 if workload.record_kind in kinds and "seq_len" in workload.params)
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
@@ -30,7 +44,7 @@ def _add_common(parser: argparse.ArgumentParser, default_vocab: str) -> None:
     vocab = parser.add_mutually_exclusive_group()
     vocab.add_argument("--vocab", type=path_text, metavar="PATH",
                        help="use this vocabulary instead of training one: bert and translate a vocab.txt file, "
-                            "gpt2 a folder holding vocab.json and merges.txt (GPT-2's own files work)")
+                            "gpt2 and llama a folder holding vocab.json and merges.txt (GPT-2's own files work)")
     vocab.add_argument("--vocab-size", type=whole_number(64, 1_000_000), metavar="N",
                        help=f"tokens of the vocabulary trained on the corpus, at most (default {default_vocab}; "
                             "the tiny models read 512)")
@@ -44,26 +58,52 @@ def _add_common(parser: argparse.ArgumentParser, default_vocab: str) -> None:
 
 
 def _add_text(commands: argparse._SubParsersAction) -> None:
+    readers = text_workloads()
     parser = commands.add_parser(
-        "text", help="UTF-8 text -> BERT or GPT-2 TFRecord shards",
+        "text", help="UTF-8 text -> BERT or GPT-2/Llama TFRecord shards",
         description="Convert plain UTF-8 text (one document per blank-line-separated block) into the records "
                     "tf-models-official's BERT pre-training reader reads (WordPiece, sentence pairs with "
-                    "next-sentence labels, 15 %% masked, as create_pretraining_data.py makes them), or into GPT-2 "
-                    "blocks of seq-len + 1 token ids (byte-level BPE, documents joined by <|endoftext|>). The "
-                    "vocabulary is trained on the corpus unless --vocab gives one, and saved beside the shards. "
-                    "Unreadable or non-UTF-8 files are listed in skipped.csv. Resumes an interrupted run.")
+                    "next-sentence labels, 15 % masked, as create_pretraining_data.py makes them), or into the "
+                    "causal-LM blocks of seq-len + 1 token ids that gpt2 and llama both read (gpt2 records: "
+                    "byte-level BPE, documents joined by <|endoftext|>). The vocabulary is trained on the corpus "
+                    "unless --vocab gives one, and saved beside the shards. Unreadable or non-UTF-8 files are listed "
+                    "in skipped.csv. Resumes an interrupted run.")
     parser.add_argument("inputs", nargs="+", type=path_text, metavar="FILE",
                         help="text files, or folders (every file under them, in sorted order)")
-    parser.add_argument("--workload", required=True, choices=("bert", "gpt2"))
-    parser.add_argument("--seq-len", type=whole_number(8, 1024), metavar="N",
-                        help="tokens per sequence (default: the workload's, bert 128, gpt2 1024)")
+    parser.add_argument("--workload", required=True, choices=tuple(workload.name for workload in readers))
+    bounds = {workload.name: workload.bounds("seq_len") for workload in readers}
+    parser.add_argument("--seq-len", type=whole_number(min(low for low, _ in bounds.values()),
+                                                       max(high for _, high in bounds.values())), metavar="N",
+                        help="tokens per sequence, within the workload's positions ("
+                             + ", ".join(f"{name} {low}-{high}" for name, (low, high) in bounds.items())
+                             + "; default: what the workload trains at, "
+                             + ", ".join(f"{workload.name} {workload.default('seq_len')}" for workload in readers)
+                             + ")")
     parser.add_argument("--max-predictions", type=whole_number(1, 1024), metavar="N",
                         help="bert: masked positions per sequence at most (default 15 %% of --seq-len, as the "
                              "bert workload masks: 19 at 128)")
     parser.add_argument("--one-document-per-file", action="store_true",
                         help="each file is one document (blank lines inside it are paragraph breaks)")
-    _add_common(parser, "bert 30522, gpt2 50257")
+    _add_common(parser, _vocab_defaults(readers))
     parser.set_defaults(run=run_text)
+
+
+def _vocab_defaults(readers: tuple[Workload, ...]) -> str:
+    """--vocab-size's default for each workload: its record kind's trained vocabulary, and why when that is not the
+    published model's (llama reads gpt2's records: Llama 3's own vocabulary is not one a corpus here could train)."""
+    from trainbench.data.record_kinds import record_kind
+
+    defaults = []
+    for workload in readers:
+        tokens = record_kind(workload.record_kind).tokenization
+        assert tokens is not None, "text_workloads keeps the text kinds"
+        published = workload.dims("full").get("vocab", tokens.default_size)
+        model = "byte-level BPE" if tokens.byte_level else "WordPiece"
+        note = "" if published == tokens.default_size else (
+            f" ({workload.record_kind}'s {model} trained on the corpus: {workload.title}'s own {published:,}-token "
+            "vocabulary is another tokenizer's, trained on far more text than a corpus here holds)")
+        defaults.append(f"{workload.name} {tokens.default_size}{note}")
+    return ", ".join(defaults)
 
 
 def _add_translate(commands: argparse._SubParsersAction) -> None:
@@ -135,13 +175,18 @@ def run_text(args: argparse.Namespace) -> int:
     kind = record_kind(workload.record_kind)
     # Only records holding masked positions have a number of them to set.
     if args.max_predictions and "max_predictions_per_seq" not in kind.settings:
-        raise UsageError("--max-predictions is for --workload bert (gpt2 masks nothing)")
+        masking = [other.name for other in text_workloads()
+                   if "max_predictions_per_seq" in record_kind(other.record_kind).settings]
+        raise UsageError(f"--max-predictions is for --workload {' or '.join(masking)} ({args.workload} masks "
+                         "nothing)")
     if args.seq_len is not None:
         low, high = workload.bounds("seq_len")
         if not low <= args.seq_len <= high:  # records no run of the workload could read
             raise UsageError(f"--seq-len {args.seq_len}: --workload {args.workload} reads sequences of {low} to "
                              f"{high} tokens (its positions)")
-    options = _options(args, kind.name, tuple(Path(path) for path in args.inputs), seq_len=args.seq_len,
+    # Not given: the length the workload trains at (its descriptor's full default: bert 128, gpt2 1024, llama 8192).
+    seq_len = args.seq_len if args.seq_len is not None else workload.default("seq_len")
+    options = _options(args, kind.name, tuple(Path(path) for path in args.inputs), seq_len=seq_len,
                        max_predictions=args.max_predictions, one_per_file=args.one_document_per_file)
     return _report(convert_text(options))
 

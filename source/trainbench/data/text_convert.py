@@ -1,5 +1,8 @@
 """``trainbench data text`` and ``data translate``: a text corpus into BERT, GPT-2 or Transformer TFRecord shards.
 
+The gpt2 records are the causal-LM records of every workload whose ``record_kind`` is gpt2 (gpt2 and llama): one
+writer and one schema, whatever the workload; only the command line's defaults (--seq-len) follow the workload.
+
 Steps, as ``data convert``'s: read the corpus (``text_corpus``: skipped files listed), train the vocabulary (or read
 ``--vocab``; ``vocab``), fix each shard's content (``shards.plan_split`` over the documents, or the sentence pairs),
 keep the shards a previous run of the same conversion finished and that are intact (``shards.Manifest``: the
@@ -65,7 +68,7 @@ class TextOptions:
     output: Path
     vocab: Path | None = None
     vocab_size: int | None = None  # default: the kind's Tokenization.default_size
-    seq_len: int | None = None  # bert, gpt2; default: the workload's full default
+    seq_len: int | None = None  # bert, gpt2; default: the full default of the kind's first reader (_seq_len)
     max_predictions: int | None = None  # bert; default: workloads.bert.masked_count(seq_len)
     max_length: int = DEFAULT_MAX_LENGTH  # translation
     shards: int | None = None
@@ -125,10 +128,11 @@ def _translation_settings(options: TextOptions, vocab_size: int) -> dict[str, in
 
 
 def _seq_len(options: TextOptions) -> int:
-    """--seq-len, else the workload's full default."""
+    """--seq-len (the command line passes its --workload's default when not given), else the full default of the
+    kind's first reader (bert 128; gpt2's records gpt2's 1024, not llama's 8192)."""
     from trainbench import workloads
 
-    return options.seq_len or workloads.get(options.kind).params["seq_len"].default
+    return options.seq_len or workloads.reader_of(options.kind).default("seq_len")
 
 
 # Each kind's manifest settings, from the options and the vocabulary's size (in the order manifests list them).

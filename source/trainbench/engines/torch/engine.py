@@ -47,7 +47,7 @@ from trainbench.engines.base import (
 )
 from trainbench.engines.devices import check_precision, resolve_device
 from trainbench.engines.launchers import process_place
-from trainbench.engines.torch import memory, parallel
+from trainbench.engines.torch import memory, meta_counts, parallel
 from trainbench.engines.torch.probe import probe_step
 from trainbench.engines.torch.workloads import TorchBuilder, builder_of, flops
 from trainbench.errors import UsageError
@@ -339,22 +339,31 @@ class _Runner:
         tokens = model.spec.tokens_per_sample(model.params())
         self.tokens_per_step: int | None = None if tokens is None else config.batch_size * tokens
         self.parameters: int = sum(p.numel() for p in network.parameters() if p.requires_grad)
-        # Counted and probed once on the whole network (no compile, no DDP or FSDP, no graph), outside every window:
-        # the model's FLOPs before its blocks are checkpointed, the hardware's (the recomputed forward too) after.
+        # Counted and probed once per batch size, outside every window, never through compile or a graph: the model's
+        # FLOPs before the blocks are checkpointed; the hardware's (the recomputed forward too), the memory, attention
+        # and host-sync probe after, on the network as the step holds it. Under FSDP nothing runs on the whole
+        # network (a model that needs sharding need not fit one device with its gradients): the model's FLOPs are
+        # the meta device's count (the same count), the rest runs on the shards.
         probed, smoothing = self._probe_batch(config, builder, device), config.optimizer.label_smoothing
         device_type, dtype = torch.device(device).type, _AUTOCAST_DTYPES[model.precision]
 
         def autocast() -> torch.autocast:
             return _autocast(device_type, dtype)
 
-        self.train_flops_per_sample, self.flops_note = flops.train_flops_per_sample(
-            builder, network, probed, config.batch_size, smoothing, autocast)
-        self.hardware_flops_per_sample = self.train_flops_per_sample
-        if parallel.recompute_blocks(builder, network, model) and self.train_flops_per_sample is not None:
-            self.hardware_flops_per_sample, _ = flops.train_flops_per_sample(
-                builder, network, probed, config.batch_size, smoothing, autocast)
-        self._probe = probe_step(builder, network, probed, smoothing, autocast)
+        def counted() -> tuple[float | None, str]:
+            return flops.train_flops_per_sample(builder, network, probed, config.batch_size, smoothing, autocast)
+
+        if self._distributed and model.shard == "fsdp":
+            counts = meta_counts.count(model)
+            self.train_flops_per_sample, self.flops_note = counts.train_flops_per_sample, counts.note
+        else:
+            self.train_flops_per_sample, self.flops_note = counted()
+        recomputed = parallel.recompute_blocks(builder, network, model)
         self._parts = _build(model, config.optimizer, learning_rate, device, self._distributed, (builder, network))
+        self.hardware_flops_per_sample = self.train_flops_per_sample
+        if recomputed and self.train_flops_per_sample is not None:
+            self.hardware_flops_per_sample = counted()[0]
+        self._probe = probe_step(builder, network, probed, smoothing, autocast)
         self._train_step = self._parts.step
         self.parameters_held: int = parallel.held_parameters(network)
         self.step_record: dict[str, str | int | None] = {

@@ -4,8 +4,9 @@ activations the forward pass keeps for the backward pass (measured with saved-te
 Bytes are counted by storage, each once: a view (a transposed weight saved for a matrix product's backward) adds
 nothing to the storage it views, and a parameter saved for the backward pass is the parameter's memory, not an
 activation's. Under FSDP a process holds its shard of each parameter, gradient and state tensor (``local``). A
-checkpointed block (``--activation-checkpointing full``) keeps its input alone, which no saved-tensor hook sees:
-counted from the block's call.
+checkpointed block (``--activation-checkpointing full``) keeps its inputs alone: PyTorch's non-reentrant checkpoint
+saves them for the backward pass outside its own saved-tensor hooks, so the hooks here count them, and nothing the
+block's forward saves (the checkpoint's hooks, innermost, drop that).
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointWrapper
 from torch.distributed.tensor import DTensor
-from torch.utils._pytree import tree_leaves
 
 from trainbench.engines.torch.workloads.flops import untouched
 
@@ -69,23 +68,13 @@ def activation_bytes(network: nn.Module, loss: Callable[[], torch.Tensor]) -> in
     saved: list[torch.Tensor] = []
 
     def pack(tensor: torch.Tensor) -> Any:
-        if tensor.untyped_storage().data_ptr() not in parameters:
+        # A parameter FSDP gathered for the forward is a parameter of the module then, not one of the shards.
+        if tensor.untyped_storage().data_ptr() not in parameters and not isinstance(tensor, nn.Parameter):
             saved.append(tensor)
         return tensor
 
-    def block_input(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        for leaf in tree_leaves((args, kwargs)):
-            if isinstance(leaf, torch.Tensor):
-                pack(leaf)
-
-    checkpointed = [module for module in network.modules() if isinstance(module, CheckpointWrapper)]
-    hooks = [module.register_forward_pre_hook(block_input, with_kwargs=True) for module in checkpointed]
-    try:
-        with untouched(network):
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-                result = loss()
-            result.backward()  # frees what was saved, as a step would
-            return _storage_bytes(saved)
-    finally:
-        for hook in hooks:
-            hook.remove()
+    with untouched(network):
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+            result = loss()
+        result.backward()  # frees what was saved, as a step would
+        return _storage_bytes(saved)

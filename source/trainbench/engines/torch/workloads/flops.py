@@ -24,11 +24,26 @@ CPU_ATTENTION = {
 }
 
 
+# The fused attention kernels' backward passes (flash, memory-efficient, cuDNN, the CPU's flash) compute the
+# attention scores again, one product of the five PyTorch counts for them, all of one size; the math kernel keeps the
+# scores and runs four. The count here is the model's (PaLM's 12·layers·hidden·seq_len per token for attention),
+# the same whichever kernel ran: a fused backward's count less its fifth. A kernel's own recomputation is how it
+# runs, as a checkpointed block's is (hardware_flops_per_sample counts neither the kernel's).
+FUSED_ATTENTION_BACKWARD = (
+    aten._scaled_dot_product_flash_attention_backward, aten._scaled_dot_product_efficient_attention_backward,
+    aten._scaled_dot_product_cudnn_attention_backward, aten._flash_attention_backward,
+    aten._efficient_attention_backward, aten._scaled_dot_product_flash_attention_for_cpu_backward,
+)
+SCORE_PRODUCTS_OF_FUSED_BACKWARD = 5
+
+
 def count_step_flops(loss: Callable[[], torch.Tensor]) -> int:
-    """FLOPs of ``loss()`` and its backward pass."""
+    """The model's FLOPs of ``loss()`` and its backward pass (attention's backward as its math: see above)."""
     with flop_counter.FlopCounterMode(display=False, custom_mapping=CPU_ATTENTION) as counter:
         loss().backward()
-    return counter.get_total_flops()
+    counts = counter.get_flop_counts()["Global"]
+    recomputed = sum(counts.get(op, 0) for op in FUSED_ATTENTION_BACKWARD) // SCORE_PRODUCTS_OF_FUSED_BACKWARD
+    return counter.get_total_flops() - recomputed
 
 
 @contextlib.contextmanager

@@ -164,12 +164,17 @@ class _Parts:
     autocast_dtype: torch.dtype | None
 
 
-def _network(model_config: ModelConfig, device: str, recompute: bool = True) -> tuple[TorchBuilder, nn.Module]:
+def _network(model_config: ModelConfig, device: str, recompute: bool = True,
+             sharded: bool = False) -> tuple[TorchBuilder, nn.Module]:
     """The workload's builder and its network on ``device`` from the seed, its blocks checkpointed as asked
-    (``recompute``: False leaves that to the caller, which counts the network's FLOPs first)."""
+    (``recompute``: False leaves that to the caller, which counts the network's FLOPs first). ``sharded`` (FSDP):
+    left on the host, where it was made; ``fully_shard`` moves each block to the device as it shards it, so the
+    whole network is never on one device, and its weights are the ones a replica starts from."""
     torch.manual_seed(model_config.seed)
     builder = builder_of(model_config)
-    network = builder.build(model_config).to(device)  # .to keeps a channels_last layout the builder chose
+    network = builder.build(model_config)
+    if not sharded:
+        network = network.to(device)  # .to keeps a channels_last layout the builder chose
     if recompute:
         parallel.recompute_blocks(builder, network, model_config)
     return builder, network
@@ -326,7 +331,8 @@ class _Runner:
         self.samples_per_step: int = config.batch_size  # this process's (one device's); the sweep counts the world
         rank, _, world = process_place()
         learning_rate = config.optimizer.learning_rate(config.batch_size * world)
-        builder, network = _network(model, device, recompute=False)
+        sharded = self._distributed and model.shard == "fsdp"
+        builder, network = _network(model, device, recompute=False, sharded=sharded)
         self._cuda = torch.device(device).type == "cuda"
         # --loader gpu prepares the next batches on a stream of its own: syncing the step's stream alone keeps that
         # prefetch out of --sync-every-step's step times (each step waits for its own batch already).
@@ -353,7 +359,7 @@ class _Runner:
         def counted() -> tuple[float | None, str]:
             return flops.train_flops_per_sample(builder, network, probed, config.batch_size, smoothing, autocast)
 
-        if self._distributed and model.shard == "fsdp":
+        if sharded:
             counts = meta_counts.count(model)
             self.train_flops_per_sample, self.flops_note = counts.train_flops_per_sample, counts.note
         else:

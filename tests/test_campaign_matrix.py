@@ -19,6 +19,7 @@ from trainbench.campaign import (
     parse_overrides,
     planned_runs,
 )
+from trainbench.campaign.matrix import illegal
 from trainbench.config import BenchConfig, OptimizerConfig, ProfileConfig, field_default
 from trainbench.errors import UsageError
 from trainbench.results.layout import in_unfinished_run
@@ -158,6 +159,13 @@ def test_exclude_drops_experiments_matching_every_key_of_a_rule(tmp_path: Path) 
     ({"framework": ["torch", "tf"], "cuda_graph": [True, False]}, 3),
     ({"device": ["cuda"], "precision": ["bf16", "fp16"], "cuda_graph": [True, False]}, 3),  # fp16 not captured
     ({"device": ["cpu", "cuda"], "loader": ["cpu", "gpu"]}, 2),  # the GPU loader decodes real data on a GPU
+    ({"shard": ["ddp", "fsdp"], "gpus": [1, 2]}, 3),  # FSDP shards over several processes: not one
+    ({"shard": ["ddp", "fsdp"], "gpus": [2], "precision": ["fp16", "bf16"], "device": ["cuda"]}, 3),  # no fp16
+    ({"framework": ["torch", "tf"], "shard": ["ddp", "fsdp"]}, 2),  # PyTorch's (and one process: fsdp never)
+    # recomputation: PyTorch's transformer blocks only (ResNet-50's batch norm would update twice)
+    ({"workload": ["resnet50", "gpt2"], "size": ["tiny"], "activation_checkpointing": ["none", "full"]}, 3),
+    ({"framework": ["torch", "tf"], "workload": ["bert"], "size": ["tiny"],
+      "activation_checkpointing": ["none", "full"]}, 3),
 ])
 def test_the_legality_filter_drops_what_the_suite_would_refuse(tmp_path: Path, axes: dict, kept: int) -> None:
     matrix = matrix_of(tmp_path, {"axes": {**axes, "batch_size": [1]}})
@@ -214,12 +222,64 @@ def test_without_the_step_axes_each_workload_updates_with_its_reference_at_highe
     assert {name: config.optimizer.name for name, config in configs.items()} == {"resnet50": "sgd",
                                                                                  "transformer": "adam"}
     assert all(config.model.matmul_precision == "highest" for config in configs.values())
-    assert not any("matmul" in name or "opt_" in name for name in names(matrix))  # defaults: not in the strings
+    assert all((config.model.activation_checkpointing, config.model.shard) == ("none", "ddp")
+               for config in configs.values())
+    assert not any(token in name for name in names(matrix)
+                   for token in ("matmul", "opt_", "recompute", "shard"))  # defaults: not in the strings
+
+
+def test_recomputation_and_sharding_reach_the_model_named_in_their_config_strings(tmp_path: Path) -> None:
+    """Both are the model's (ModelConfig's activation_checkpointing and shard); "full" parses whatever the default
+    workload (ResNet-50, which refuses it) and is dropped only where the workload refuses it; FSDP is kept with two
+    processes only."""
+    axes = {"workload": ["gpt2", "resnet50"], "size": ["tiny"], "activation_checkpointing": ["none", "full"],
+            "shard": ["ddp", "fsdp"], "gpus": [1, 2], "batch_size": [2]}
+    matrix = matrix_of(tmp_path, {"axes": axes})
+    by_name = {experiment.name: bench_configs(matrix, experiment)[0] for experiment in experiments(matrix)}
+    assert sorted(by_name) == sorted([
+        "gpt2-torch-fp32-tiny-seq32-recompute_none-shard_ddp-gpus1", "gpt2-torch-fp32-tiny-seq32-recompute_none-"
+        "shard_ddp-gpus2", "gpt2-torch-fp32-tiny-seq32-recompute_none-shard_fsdp-gpus2",
+        "gpt2-torch-fp32-tiny-seq32-recompute_full-shard_ddp-gpus1", "gpt2-torch-fp32-tiny-seq32-recompute_full-"
+        "shard_ddp-gpus2", "gpt2-torch-fp32-tiny-seq32-recompute_full-shard_fsdp-gpus2",
+        "resnet50-torch-fp32-tiny-img64-recompute_none-shard_ddp-gpus1",
+        "resnet50-torch-fp32-tiny-img64-recompute_none-shard_ddp-gpus2",
+        "resnet50-torch-fp32-tiny-img64-recompute_none-shard_fsdp-gpus2"])
+    both = by_name["gpt2-torch-fp32-tiny-seq32-recompute_full-shard_fsdp-gpus2"]
+    assert (both.model.activation_checkpointing, both.model.shard, both.launch.processes_per_node) == \
+        ("full", "fsdp", 2)
+    plain = by_name["resnet50-torch-fp32-tiny-img64-recompute_none-shard_ddp-gpus1"].model
+    assert (plain.activation_checkpointing, plain.shard) == ("none", "ddp")
+    assert format_plan(matrix).endswith("(7 of 16 combinations excluded or illegal)")
+
+
+@pytest.mark.parametrize(("values", "reason"), [
+    ({"shard": "fsdp"}, "--shard fsdp shards the model over several processes"),
+    ({"shard": "fsdp", "gpus": 2, "precision": "fp16", "device": "cuda"}, "--shard fsdp runs fp32 or bf16"),
+    ({"shard": "fsdp", "framework": "tf"}, "--shard fsdp is PyTorch's (--framework torch)"),
+    ({"activation_checkpointing": "full"}, "--activation-checkpointing does not apply to --workload resnet50"),
+    ({"activation_checkpointing": "full", "workload": "retinanet"}, "does not apply to --workload retinanet"),
+    ({"activation_checkpointing": "full", "workload": "bert", "framework": "tf"},
+     "--activation-checkpointing full is PyTorch's"),
+])
+def test_an_illegal_step_is_dropped_with_the_suite_s_own_reason(values: dict, reason: str) -> None:
+    assert reason in str(illegal(values))
+    legal = {**values, "framework": "torch", "precision": "bf16", "gpus": 2, "workload": "gpt2"}
+    assert illegal(legal) is None  # the same axes where the suite runs them
+
+
+def test_a_matrix_whose_only_step_is_illegal_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as error:
+        matrix_of(tmp_path, {"axes": {"activation_checkpointing": ["full"], "batch_size": [1]}})
+    one_line_error(error, "axes: no legal combination is left",
+                   "activation_checkpointing=full: --activation-checkpointing does not apply to --workload resnet50")
 
 
 @pytest.mark.parametrize(("axis", "value", "fragment"), [
     ("optimizer", "lamb", "unknown optimizer 'lamb'"), ("optimizer", None, "sgd, adam, adamw"),
     ("matmul_precision", "medium", "unknown matmul precision 'medium'"), ("matmul_precision", True, "highest"),
+    ("activation_checkpointing", "selective", "unknown activation checkpointing 'selective': choose one of none, full"),
+    ("activation_checkpointing", True, "none, full"), ("shard", "zero3", "unknown shard 'zero3': choose one of ddp"),
+    ("shard", None, "ddp, fsdp"),
 ])
 def test_a_bad_step_axis_value_is_one_line_naming_the_axis(tmp_path: Path, axis: str, value: object,
                                                             fragment: str) -> None:
@@ -322,10 +382,22 @@ def test_fingerprint_changes_with_the_plan_and_not_with_key_order(tmp_path: Path
         {**base, "axes": {"framework": ["torch", "tf"], "batch_size": [1, 2], "seed": [0]}},
         {**base, "axes": {"framework": ["torch", "tf"], "batch_size": [1, 2], "optimizer": ["adamw"]}},
         {**base, "axes": {"framework": ["torch", "tf"], "batch_size": [1, 2], "matmul_precision": ["high"]}},
+        {**base, "axes": {"framework": ["torch", "tf"], "batch_size": [1, 2], "activation_checkpointing": ["none"]}},
+        {**base, "axes": {"framework": ["torch", "tf"], "batch_size": [1, 2], "shard": ["ddp"]}},
     ]
     assert len({fingerprint, *(matrix_of(tmp_path, raw).fingerprint() for raw in changed)}) == len(changed) + 1
     overridden = load_matrix(write(tmp_path, yaml.safe_dump(base)), parse_overrides(["steps=9"]))
     assert overridden.fingerprint() != fingerprint
+
+
+def test_a_matrix_without_the_format_6_axes_keeps_the_fingerprint_it_had_before_them(tmp_path: Path) -> None:
+    """Absent, activation_checkpointing and shard are the step every earlier run measured (none, ddp): a campaign
+    begun before them resumes (FINGERPRINT_FORMAT unchanged). The value was computed by the suite before the axes
+    existed (commit ac8f2c3)."""
+    raw = {"axes": {"workload": ["gpt2"], "size": ["tiny"], "framework": ["torch"], "gpus": [1, 2],
+                    "batch_size": [2, 4]}, "repeats": 2, "steps": 3}
+    assert matrix_of(tmp_path, raw).fingerprint() == \
+        "1283a494d318063bf2e5c0854339611b075aa49edf381d66314bda679b352bd8"
 
 
 # --- data folders and profilers --------------------------------------------------------------------------------

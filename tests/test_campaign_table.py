@@ -554,3 +554,61 @@ def test_a_step_axis_fills_its_result_field_s_column_and_its_memory_columns_are_
     assert set(ok["matmul_precision"]) == {"highest"} and set(ok["peak_memory_bytes"]) == {3 * 2**30}
     assert table.loc[table["status"] == "oom", "matmul_precision"].isna().all()  # recorded nowhere: empty
     assert list(campaign_summary(table)["ok"]) == [1, 0, 1, 0]
+
+
+FORMAT_6_MATRIX = """\
+axes:
+  workload: [gpt2]
+  size: [tiny]
+  activation_checkpointing: [none, full]
+  shard: [ddp, fsdp]
+  gpus: [1, 2]
+  batch_size: [2, 4]
+"""
+
+
+def test_the_recomputation_and_shard_axes_fill_their_result_fields_columns(tmp_path: Path) -> None:
+    """activation_checkpointing and shard are axes and result fields: one column each (the field's), holding what
+    the matrix asked on every row of its runs, the oom row too, and "ddp" with one process, where the run records no
+    shard; FSDP with one process is no configuration. What a process holds and the hardware FLOPs are columns."""
+    path = tmp_path / "matrix.yaml"
+    path.write_text(FORMAT_6_MATRIX)
+    root = tmp_path / "campaign"
+    for planned, (repetition, experiment) in enumerate(planned_runs(load_matrix(path))):
+        folder = run_folder(root, planned, repetition, experiment, "_ret_1")
+        asked, gpus = experiment.values, experiment.values["gpus"]
+        recompute = 4 / 3 if asked["activation_checkpointing"] == "full" else 1.0
+        values = {key: value for key, value in timed(2).items() if key != "_windows"}
+        mfu = values["samples_per_sec"] * 3e6 / 1e9  # against a peak of 1 GFLOP/s, as the worker computes it
+        values |= {"activation_checkpointing": asked["activation_checkpointing"],
+                   "shard": asked["shard"] if gpus > 1 else None, "parameters": 1000,
+                   "parameters_held": 1000 // gpus if asked["shard"] == "fsdp" else 1000,
+                   "train_flops_per_sample": 3e6, "hardware_flops_per_sample": 3e6 * recompute,
+                   "achieved_flops": values["samples_per_sec"] * 3e6, "peak_flops": 1e9, "mfu": mfu,
+                   "hfu": mfu * recompute}
+        throughput(folder, [BatchResult(2, Status.OK, None, values), BatchResult.failed(4, Status.OOM, OOM)])
+    table = read_back(root)
+    columns = list(table.columns)
+    for name in ("activation_checkpointing", "shard", "parameters_held", "hardware_flops_per_sample", "hfu"):
+        assert columns.count(name) == 1, name
+    assert columns.index("shard") > columns.index("run_folder")  # the field's place, not among the axes
+    assert columns.index("gpus") < columns.index("batch_size")  # an axis no field names: among the axes
+    assert sorted(set(table["config"])) == sorted(
+        f"gpt2-torch-fp32-tiny-seq32-recompute_{recompute}-shard_{shard}-gpus{gpus}"
+        for recompute in ("none", "full") for shard, gpus in (("ddp", 1), ("ddp", 2), ("fsdp", 2)))
+    for config, rows in table.groupby("config"):
+        assert set(rows["status"]) == {"ok", "oom"}
+        assert set(rows["activation_checkpointing"]) == {str(config).split("recompute_")[1].split("-")[0]}
+        assert set(rows["shard"]) == {str(config).split("shard_")[1].split("-")[0]}  # one process: "ddp" too
+    ok = table[table["status"] == "ok"].drop_duplicates("config").set_index("config")  # one row of its windows'
+    full = ok.loc["gpt2-torch-fp32-tiny-seq32-recompute_full-shard_fsdp-gpus2"]
+    assert (full["parameters_held"], full["hfu"], full["hardware_flops_per_sample"]) == \
+        (500, pytest.approx(full["mfu"] * 4 / 3), pytest.approx(4e6))
+    plain = ok.loc["gpt2-torch-fp32-tiny-seq32-recompute_none-shard_ddp-gpus1"]
+    assert plain["hfu"] == pytest.approx(plain["mfu"]) and plain["parameters_held"] == 1000
+    summary = campaign_summary(table).set_index(["config", "batch_size"])
+    # the same setting with one process: DDP with two has its scaling efficiency, FSDP (no one-process run) none
+    assert not pd.isna(summary.loc[("gpt2-torch-fp32-tiny-seq32-recompute_none-shard_ddp-gpus2", 2),
+                                   "scaling_efficiency"])
+    assert pd.isna(summary.loc[("gpt2-torch-fp32-tiny-seq32-recompute_none-shard_fsdp-gpus2", 2),
+                               "scaling_efficiency"])

@@ -208,6 +208,50 @@ def test_a_run_from_before_format_5_has_an_unknown_step_never_the_default(tmp_pa
     assert settings_sentence(old, old) == "The runs differ in no setting: the change is the machine's or the code's."
 
 
+def format_6_run(path: Path, recompute: str | None, shard: str | None, processes: int = 2) -> Path:
+    """A run of format 5's step settings and, where given, format 6's in its model (None: a file from before format
+    6, which has neither key)."""
+    model = {name: value for name, value in (("activation_checkpointing", recompute), ("shard", shard))
+             if value is not None}
+    return step_run(path, "highest", "adamw", model={"framework": "torch", "matmul_precision": "highest", **model},
+                    launch={"processes_per_node": processes, "nodes": 1})
+
+
+def test_recomputation_and_the_shard_are_step_settings_that_make_runs_unlike(tmp_path: Path) -> None:
+    ddp = load_run(format_6_run(tmp_path / "ddp", "none", "ddp"))
+    fsdp = load_run(format_6_run(tmp_path / "fsdp", "none", "fsdp"))
+    full = load_run(format_6_run(tmp_path / "full", "full", "fsdp"))
+    assert settings_sentence(ddp, fsdp) == "The runs differ in one setting: shard (A ddp, B fsdp)."
+    assert setting_differences(ddp, full) == [("activation_checkpointing", "none", "full"),
+                                              ("shard", "ddp", "fsdp")]  # no model.shard beside it
+    assert step_line(ddp, fsdp) == \
+        "step: matmul_precision highest in both; optimizer adamw in both; shard A ddp, B fsdp"
+    assert step_line(fsdp, full) == ("step: matmul_precision highest in both; optimizer adamw in both; "
+                                     "activation_checkpointing A none, B full; shard fsdp in both")
+    assert step_line(ddp, ddp) == "step: matmul_precision highest in both; optimizer adamw in both"  # the defaults
+
+
+def test_a_run_from_before_format_6_ran_without_recomputation_and_with_replicas(tmp_path: Path) -> None:
+    """A file without activation_checkpointing and shard ran none and DDP (the suite had nothing else): known, so it
+    is the same step as a format-6 run of the defaults, and unlike one of FSDP, rather than unknown."""
+    old = load_run(format_6_run(tmp_path / "old", None, None))
+    new = load_run(format_6_run(tmp_path / "new", "none", "ddp"))
+    fsdp = load_run(format_6_run(tmp_path / "fsdp", "full", "fsdp"))
+    assert setting_differences(old, new) == []
+    assert settings_sentence(old, new) == "The runs differ in no setting: the change is the machine's or the code's."
+    assert settings_sentence(old, fsdp) == ("These runs differ in 2 settings (activation_checkpointing, shard): a "
+                                            "change below is not the effect of any one of them.")
+    assert step_line(old, fsdp) == ("step: matmul_precision highest in both; optimizer adamw in both; "
+                                    "activation_checkpointing A none, B full; shard A ddp, B fsdp")
+    before_5 = load_run(step_run(tmp_path / "before_5", None, None))
+    assert step_line(before_5, before_5) is None  # nothing recorded, nothing but the defaults: no line
+    assert step_line(before_5, fsdp) == (
+        "step: matmul_precision A not recorded, B highest; optimizer A not recorded, B adamw; activation_checkpointing "
+        "A none, B full; shard A ddp, B fsdp (A: unknown, not taken as highest or the reference optimizer)")
+    assert settings_sentence(before_5, fsdp).startswith("These runs differ in 2 settings (activation_checkpointing, "
+                                                        "shard); A does not record matmul_precision or optimizer")
+
+
 def test_the_cli_prints_the_step_line_below_the_settings(tmp_path: Path) -> None:
     a = step_run(tmp_path / "a", "highest", "sgd")
     b = step_run(tmp_path / "b", "high", "adamw")
@@ -217,6 +261,10 @@ def test_the_cli_prints_the_step_line_below_the_settings(tmp_path: Path) -> None
                          "  optimizer: A sgd, B adamw", "step: matmul_precision A highest, B high; optimizer A sgd, "
                          "B adamw"]
     assert lines[4].split()[:3] == ["batch", "A", "images/s"]
+    fsdp = format_6_run(tmp_path / "fsdp", "none", "fsdp")
+    lines = run_main("compare", str(format_6_run(tmp_path / "ddp", "none", "ddp")), str(fsdp)).stdout.splitlines()
+    assert lines[:2] == ["The runs differ in one setting: shard (A ddp, B fsdp).",
+                         "step: matmul_precision highest in both; optimizer adamw in both; shard A ddp, B fsdp"]
 
 
 def test_the_cli_prints_the_sentence_the_table_and_each_verdict(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from scipy.stats import ttest_ind
 
@@ -20,6 +21,9 @@ from tests.test_report_html import Page, campaign_folder, page_of, report_comman
 from trainbench.bench.stats import summarize_windows
 from trainbench.bench.throughput_run import ThroughputRun
 from trainbench.bench.timing import Window
+from trainbench.campaign.table import campaign_summary
+from trainbench.report.found import Campaign
+from trainbench.report.ranking import campaign_rows
 from trainbench.results.records import BatchResult, Status
 
 STEPS = 4  # timed steps per window
@@ -177,3 +181,107 @@ def test_a_campaign_s_configurations_are_ranked_and_compared_on_repetitions(tmp_
     assert row["processes: A -> B"] == "1 -> 2" and row["verdict"] == "B faster"
     assert "only 2 repetitions a side" in row["why"] and "repeats: 3" in row["why"]
     assert "Fewer than two" not in text and "fewer than two" not in text
+
+
+# --- format 6: recomputation and sharding --------------------------------------------------------------------------
+
+RECOMPUTE = 4 / 3  # a transformer step's FLOPs with each block's forward (1 of its 3 parts) run again
+PEAK = 1e9  # FLOP/s the stand-in runs' MFU is measured against
+
+
+def step_values(batch: int, lengths: list[float], recompute: str | None, shard: str | None,
+                processes: int) -> dict[str, Any]:
+    """A batch size's values as a format-6 worker records them (none of format 6's with ``recompute`` None): MFU
+    from the rate against ``PEAK``, HFU the same with the recomputed forward, the parameters one process holds."""
+    made = [Window((0.1,), (length / STEPS,) * STEPS, length) for length in lengths]
+    values: dict[str, Any] = summarize_windows(batch, made)
+    rate, factor = values["samples_per_sec"], RECOMPUTE if recompute == "full" else 1.0
+    values |= {"parameters": 1000, "train_flops_per_sample": 3e6, "achieved_flops": rate * 3e6, "peak_flops": PEAK,
+               "mfu": rate * 3e6 / PEAK}
+    if recompute is not None:
+        values |= {"activation_checkpointing": recompute, "shard": shard if processes > 1 else None,
+                   "parameters_held": 1000 // processes if shard == "fsdp" else 1000,
+                   "hardware_flops_per_sample": 3e6 * factor, "hfu": rate * 3e6 * factor / PEAK}
+    return values
+
+
+def step_run(folder: Path, recompute: str | None, shard: str | None, processes: int = 2,
+             lengths: tuple[float, ...] = (1.0, 1.1, 1.2)) -> Path:
+    """A tiny GPT-2 run on two processes whose header's model records recomputation and the shard (format 6), or,
+    with None, neither (a file from before)."""
+    folder.mkdir(parents=True)
+    model: dict[str, Any] = {"framework": "torch", "workload": "gpt2", "size": "tiny", "matmul_precision": "highest"}
+    if recompute is not None:
+        model |= {"activation_checkpointing": recompute, "shard": shard}
+    store = ThroughputRun(folder, {"workload": "gpt2", "sample_unit": "sequence", "size": "tiny",
+                                   "params": {"seq_len": 32}, "framework": "torch", "precision": "bf16",
+                                   "data": "synthetic", "device": "cuda", "warmup_steps": 1, "timed_steps": STEPS,
+                                   "windows": len(lengths), "model": model, "optimizer": {"name": "adamw"},
+                                   "launch": {"processes_per_node": processes, "nodes": 1}})
+    store.add(BatchResult(8, Status.OK, None, step_values(8, list(lengths), recompute, shard, processes)))
+    return folder
+
+
+def test_recomputation_and_the_shard_pair_runs_and_hfu_stands_beside_mfu(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Runs that differ in activation checkpointing or in the shard alone are compared; a file from before format 6
+    ran none and DDP, so it pairs as that; HFU is a column where a row's differs from its MFU."""
+    runs = tmp_path / "runs"
+    step_run(runs / "a_plain", "none", "ddp")
+    step_run(runs / "b_full", "full", "ddp", lengths=(1.3, 1.4, 1.5))
+    step_run(runs / "c_fsdp", "none", "fsdp", lengths=(0.9, 1.0, 1.1))
+    step_run(runs / "d_old", None, None, lengths=(1.05, 1.1, 1.15))
+    done = report_command(capsys, str(runs), "-o", str(tmp_path / "r.html"))
+    assert done.returncode == 0, done.stderr
+    page = Page((tmp_path / "r.html").read_text())
+    recompute = {(row["activation checkpointing: A -> B"], row["A"], row["B"])
+                 for row in page.table("comparisons", "activation checkpointing: A -> B")}
+    assert recompute == {("none -> full", "a_plain", "b_full"), ("full -> none", "b_full", "d_old")}
+    shard = {(row["shard: A -> B"], row["A"], row["B"]) for row in page.table("comparisons", "shard: A -> B")}
+    assert shard == {("ddp -> fsdp", "a_plain", "c_fsdp"), ("fsdp -> ddp", "c_fsdp", "d_old")}
+    uncompared = page.table("comparisons", "settings that differ")
+    assert [(row["which"], row["pairs"]) for row in uncompared] == [("activation checkpointing, shard", "1")]
+    ranked = {row["source"]: row for row in page.table("headline", "rank")}
+    assert {name: (row["activation checkpointing"], row["shard"]) for name, row in ranked.items()} == {
+        "a_plain": ("none", "ddp"), "b_full": ("full", "ddp"), "c_fsdp": ("none", "fsdp"), "d_old": ("none", "ddp")}
+    full = summary(runs / "b_full")[0]
+    assert float(ranked["b_full"]["HFU %"]) == pytest.approx(100 * full["hfu"], rel=6e-4)
+    assert float(ranked["b_full"]["HFU %"]) == pytest.approx(float(ranked["b_full"]["MFU %"]) * RECOMPUTE, rel=1e-3)
+    assert ranked["a_plain"]["HFU %"] == ranked["a_plain"]["MFU %"] and ranked["d_old"]["HFU %"] == ""
+    with open(tmp_path / "ranking.csv", newline="") as file:
+        rows = {row["source"]: row for row in csv.DictReader(file)}
+    assert (rows["d_old"]["activation_checkpointing"], rows["d_old"]["shard"], rows["d_old"]["hfu"]) == \
+        ("none", "ddp", "")
+    assert float(rows["b_full"]["hfu"]) == pytest.approx(full["hfu"])
+    assert list(rows["a_plain"]).index("hfu") == list(rows["a_plain"]).index("mfu") + 1
+
+
+def test_without_recomputation_hfu_is_no_column_and_the_defaults_need_no_words(tmp_path: Path) -> None:
+    """HFU equal to MFU (no recomputation) would repeat it: no column; none and DDP, every row's, are not listed
+    among the settings all rows share."""
+    step_run(tmp_path / "runs" / "a", "none", "ddp")
+    step_run(tmp_path / "runs" / "old", None, None, lengths=(0.9, 1.0, 1.1))
+    page, text = page_of([tmp_path / "runs"], tmp_path)
+    shown = page.table("headline", "rank")
+    assert "MFU %" in shown[0] and "HFU %" not in shown[0]
+    assert "activation checkpointing" not in shown[0] and "shard" not in shown[0]  # the same in both rows
+    words = section_text(text, "headline")
+    assert ("All rows: torch, bf16, on cuda, tiny size, seq_len 32, synthetic data, matmul precision highest, "
+            "optimizer adamw, 2 processes, batch 8.") in words
+    assert "checkpointing" not in words and "ddp" not in words
+    assert not page.tables("comparisons", "shard: A -> B")  # the same settings: measured twice, not compared
+
+
+def test_a_campaign_row_without_its_run_s_header_takes_the_step_from_its_axes_and_what_ran(tmp_path: Path) -> None:
+    """Where a campaign run's summary cannot be read for its header, the row's settings are the matrix's axes
+    (results.csv's columns): format 6's from their columns where the matrix or the run gave them, else what ran
+    (none, ddp: one process records no shard), so the row pairs with a run of the same step."""
+    rows = [{"config": config, "experiment": index, "run_folder": f"run_0_{config}_ret_0", "framework": "torch",
+             "precision": "fp32", "batch_size": 8, "status": "ok", "samples_per_sec": 100.0 + index,
+             "activation_checkpointing": recompute, "shard": shard, "gpus": gpus}
+            for index, (config, recompute, shard, gpus) in enumerate([
+                ("one", None, None, 1), ("full", "full", None, 1), ("fsdp", "none", "fsdp", 2)])]
+    table = pd.DataFrame(rows)
+    found = campaign_rows(Campaign(tmp_path, table, campaign_summary(table)))  # no run's summary: runs={}
+    assert [(row["activation_checkpointing"], row["shard"]) for row in found] == [("none", "ddp"), ("full", "ddp"),
+                                                                                   ("none", "fsdp")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ from typing import Any
 import pytest
 
 from tests.test_report_html import page_of, summary_rows, throughput_run
-from trainbench.render.readable import short_numbers, verdict, with_trust
+from tests.test_report_ranking import RECOMPUTE, section_text, step_run, step_values
+from trainbench.render.console import format_table
+from trainbench.render.readable import header, short_numbers, shown, verdict, with_trust
 from trainbench.report.sections import throughput
 from trainbench.results.files import write_json_atomic
 from trainbench.results.trust import window_spread
@@ -129,3 +132,84 @@ def test_the_rules_behind_the_page() -> None:
     assert with_trust(old)["checks"] == "ok" and with_trust(old)["window_spread_pct"] == pytest.approx(1.0 / 1.005)
     short = with_trust({**old, "window_s": 4.0, "window_samples_per_sec": [90.0, 110.0]})["checks"]
     assert short.startswith("windows of 2 s, under the 5 s minimum") and "windows spread 20 %" in short
+
+
+# --- format 6: HFU beside MFU, what a process holds, how the step ran ------------------------------------------------
+
+
+def test_hfu_and_the_format_6_fields_read_in_words_and_percent() -> None:
+    assert (header("hfu"), header("mfu")) == ("HFU (%)", "MFU (%)")
+    assert shown("hfu", 0.25) == pytest.approx(25.0)
+    assert header("hardware_flops_per_sample") == "hardware FLOP per sample (FLOP)"
+    assert (header("parameters_held"), header("activation_checkpointing"), header("shard")) == \
+        ("parameters held", "activation checkpointing", "shard")
+
+
+def test_the_throughput_tables_show_hfu_and_what_a_process_holds_only_where_they_differ(tmp_path: Path) -> None:
+    """Each run's table: HFU right after MFU, the hardware FLOPs after the training FLOPs where recomputation makes
+    them differ; the parameters held after the parameters under FSDP; none of them where they repeat their
+    counterpart. The label names a step other than the defaults, the step line what the results record."""
+    step_run(tmp_path / "runs" / "a_plain", "none", "ddp")
+    step_run(tmp_path / "runs" / "b_full", "full", "ddp")
+    step_run(tmp_path / "runs" / "c_fsdp", "none", "fsdp")
+    page, text = page_of([tmp_path / "runs"], tmp_path)
+    plain, full, fsdp = (table[0] for table in page.tables("throughput", "samples_per_sec"))
+    assert not {"HFU (%)", "hardware FLOP per sample (FLOP)", "parameters held"} & set(plain)
+    columns = list(full)
+    assert columns[columns.index("MFU (%)") + 1] == "HFU (%)"
+    assert columns[columns.index("training FLOP per sample (FLOP)") + 1] == "hardware FLOP per sample (FLOP)"
+    assert "parameters held" not in full
+    recorded = summary_rows(tmp_path / "runs" / "b_full")[0]
+    assert float(full["HFU (%)"]) == pytest.approx(100 * recorded["hfu"], rel=6e-4)
+    assert float(full["HFU (%)"]) == pytest.approx(float(full["MFU (%)"]) * RECOMPUTE, rel=1e-3)
+    assert list(fsdp)[list(fsdp).index("parameters") + 1] == "parameters held" and fsdp["parameters held"] == "500"
+    assert "HFU (%)" not in fsdp
+    labels = re.findall(r"<h3>([^<]*)</h3>", text)
+    assert "GPT-2 small torch bf16 checkpointing full on cuda tiny seq_len 32 synthetic data (b_full)" in labels
+    assert "GPT-2 small torch bf16 fsdp on cuda tiny seq_len 32 synthetic data (c_fsdp)" in labels
+    assert "GPT-2 small torch bf16 on cuda tiny seq_len 32 synthetic data (a_plain)" in labels  # the defaults
+    words = section_text(text, "throughput")
+    assert "image layout" not in words and "activation checkpointing full; shard ddp." in words
+    assert "Step: matmul precision highest; optimizer adamw; activation checkpointing none; shard fsdp." in words
+
+
+def test_a_run_from_before_format_6_says_nothing_of_recomputation_or_shards(tmp_path: Path) -> None:
+    step_run(tmp_path / "runs" / "old", None, None)
+    _, text = page_of([tmp_path / "runs"], tmp_path)
+    words = section_text(text, "throughput")
+    assert "Step: matmul precision highest; optimizer adamw." in words  # the header's: ran none, DDP, said nowhere
+    assert "checkpointing" not in words and "shard" not in words and "HFU" not in words
+
+
+def test_a_campaign_s_work_table_shows_hfu_beside_mfu_where_a_configuration_recomputes(tmp_path: Path) -> None:
+    campaign = tmp_path / "campaign"
+    campaign.mkdir()
+    write_json_atomic(campaign / "campaign.json", {"fingerprint": "test", "runs": 0})
+    for planned, recompute in enumerate(("none", "full")):
+        config = f"gpt2-torch-bf16-tiny-seq32-recompute_{recompute}"
+        run = campaign / f"run_0_{config}_ret_0"
+        step_run(run, recompute, "ddp", processes=1)
+        write_json_atomic(run / "campaign_run.json", {
+            "run": planned, "repetition": 0, "experiment": planned, "config": config,
+            "values": {"workload": "gpt2", "size": "tiny", "activation_checkpointing": recompute, "batch_size": [8]}})
+    page, _ = page_of([campaign], tmp_path)
+    [work] = page.tables("campaigns", "mfu")
+    columns = list(work[0])
+    assert columns[columns.index("MFU (%)") + 1] == "HFU (%)"
+    by_config = {row["config"]: row for row in work}
+    plain, full = (by_config[f"gpt2-torch-bf16-tiny-seq32-recompute_{name}"] for name in ("none", "full"))
+    assert plain["HFU (%)"] == plain["MFU (%)"]
+    assert float(full["HFU (%)"]) == pytest.approx(float(full["MFU (%)"]) * RECOMPUTE, rel=1e-3)
+    assert "parameters held" not in columns  # one process holds every parameter: it would repeat them
+    ranked = {row["source"].split(": ")[1]: row for row in page.table("headline", "rank")}
+    assert {config: row["activation checkpointing"] for config, row in ranked.items()} == {
+        "gpt2-torch-bf16-tiny-seq32-recompute_none": "none", "gpt2-torch-bf16-tiny-seq32-recompute_full": "full"}
+    assert "HFU %" in next(iter(ranked.values()))
+
+
+def test_the_console_table_shows_hfu_only_where_it_differs_from_mfu() -> None:
+    plain = step_values(8, [1.0, 1.1, 1.2], "none", "ddp", 2)
+    full = step_values(8, [1.0, 1.1, 1.2], "full", "ddp", 2)
+    assert "HFU %" not in format_table([{"batch_size": 8, "status": "ok", **plain}]).splitlines()[0]
+    head = format_table([{"batch_size": 8, "status": "ok", **full}]).splitlines()[0]
+    assert "MFU %" in head and "HFU %" in head

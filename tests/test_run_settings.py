@@ -9,10 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trainbench.bench.sweep import run_header
-from trainbench.config import BenchConfig, ModelConfig, OptimizerConfig, to_dict
-from trainbench.results.header import RunHeader
+from trainbench.config import BenchConfig, LaunchConfig, ModelConfig, OptimizerConfig, field_default, to_dict
+from trainbench.results.header import BEFORE_FORMAT_6, RunHeader
 from trainbench.results.run_settings import (
     STEP,
+    STEP_SINCE_6,
     Pair,
     differing,
     one_setting_pairs,
@@ -103,15 +104,57 @@ def test_a_run_header_records_the_optimizer_beside_the_model_and_reads_back_the_
     assert list(written).index("optimizer") == list(written).index("model") + 1
     read = RunHeader.read(written)
     assert (read.matmul_precision, read.optimizer_name) == ("high", "sgd") and read.to_json() == written
-    assert step_as_run(written) == {"matmul_precision": "high", "optimizer": "sgd"} and tuple(step_as_run(read)) == STEP
+    assert step_as_run(written) == {"matmul_precision": "high", "optimizer": "sgd", "activation_checkpointing": "none",
+                                    "shard": "ddp"} and tuple(step_as_run(read)) == STEP
     default = run_header(BenchConfig(model=ModelConfig(device="cpu"), batch_size=2)).to_json()
-    assert step_as_run(default) == {"matmul_precision": "highest", "optimizer": "sgd"}  # resnet50's reference
+    assert step_as_run(default) == {"matmul_precision": "highest", "optimizer": "sgd",  # resnet50's reference
+                                    "activation_checkpointing": "none", "shard": "ddp"}
 
 
 def test_a_header_from_before_format_5_reads_the_step_as_unknown_not_as_the_defaults() -> None:
     header = read_summary(KEPT / "summary.json").header  # a kept format 1 run
     assert "optimizer" not in header and "matmul_precision" not in header.get("model", {})
-    assert step_as_run(header) == {"matmul_precision": None, "optimizer": None}
+    assert step_as_run(header) == {"matmul_precision": None, "optimizer": None,  # unknown: format 5's
+                                   "activation_checkpointing": "none", "shard": "ddp"}  # known: format 6's
     odd = RunHeader.read({"framework": "torch", "optimizer": "adamw", "model": {"matmul_precision": 1}})
     assert (odd.optimizer, odd.optimizer_name, odd.matmul_precision) == (None, None, None)
     assert odd.to_json()["optimizer"] == "adamw"  # no object: kept in extra, written back as it was
+
+
+# --- format 6: activation checkpointing and shard -------------------------------------------------------------------
+
+
+def test_a_run_header_records_recomputation_and_sharding_in_the_model_and_reads_them_back() -> None:
+    model = ModelConfig(framework="torch", workload="gpt2", size="tiny", device="cpu",
+                        activation_checkpointing="full", shard="fsdp")
+    launch = LaunchConfig(processes_per_node=2)
+    written = run_header(BenchConfig(model=model, batch_size=2, launch=launch)).to_json()
+    assert (written["model"]["activation_checkpointing"], written["model"]["shard"]) == ("full", "fsdp")
+    read = RunHeader.read(written)
+    assert (read.activation_checkpointing, read.shard) == ("full", "fsdp") and read.to_json() == written
+    assert {name: step_as_run(written)[name] for name in STEP_SINCE_6} == {"activation_checkpointing": "full",
+                                                                           "shard": "fsdp"}
+
+
+def test_a_format_5_header_ran_without_recomputation_and_with_replicas_known_not_unknown() -> None:
+    """Before format 6 the suite could neither recompute nor shard: a header without the keys reads "none" and "ddp"
+    (so it pairs with a format-6 run of the same step), while format 5's own settings read as recorded."""
+    format_5 = {"framework": "torch", "precision": "fp32", "launch": {"processes_per_node": 2, "nodes": 1},
+                "model": {"framework": "torch", "matmul_precision": "highest"}, "optimizer": {"name": "sgd"}}
+    read = RunHeader.read(format_5)
+    assert (read.activation_checkpointing, read.shard) == ("none", "ddp")
+    assert step_as_run(format_5) == {"matmul_precision": "highest", "optimizer": "sgd",
+                                     "activation_checkpointing": "none", "shard": "ddp"}
+    assert "shard" not in read.to_json()["model"]  # read as known, never written into the file
+    no_model = RunHeader.read({"framework": "tf"})  # an older profile's header: nothing inside a model
+    assert (no_model.activation_checkpointing, no_model.shard) == ("none", "ddp")
+    current = run_header(BenchConfig(model=ModelConfig(device="cpu"), batch_size=2)).to_json()
+    assert differing(step_as_run(format_5), step_as_run(current)) == []  # the same step, and it says so
+    odd = RunHeader.read({"model": {"activation_checkpointing": True, "shard": 2}})
+    assert (odd.activation_checkpointing, odd.shard) == (None, None)  # no text: not recorded, never made up
+
+
+def test_what_runs_before_format_6_ran_is_the_model_configuration_s_defaults() -> None:
+    """results.header cannot import config (a lower layer): its copy of the defaults must stay theirs."""
+    assert {name: field_default(ModelConfig, name) for name in STEP_SINCE_6} == BEFORE_FORMAT_6
+    assert STEP[-len(STEP_SINCE_6):] == STEP_SINCE_6

@@ -19,12 +19,14 @@ from trainbench.cli import profile_cmd, throughput_cmd
 from trainbench.cli.main import build_parser
 from trainbench.cli.options import model_config
 from trainbench.config import (
+    ACTIVATION_CHECKPOINTINGS,
     COMPILE_MODES,
     DEVICES,
     FRAMEWORKS,
     LOADERS,
     PRECISIONS,
     PROFILERS,
+    SHARDS,
     BenchConfig,
     ModelConfig,
     model_config_from,
@@ -49,6 +51,8 @@ RELATED: dict[str, tuple[Any, ...]] = {
     "workload": ("resnet50", "bert", "gpt2"),
     "size": ("full", "tiny"),
     "seq_len": (None, 16),  # None: the option not given
+    "activation_checkpointing": ACTIVATION_CHECKPOINTINGS,  # PyTorch's, transformer workloads only
+    "shard": SHARDS,  # PyTorch's, several processes only, not fp16
 }
 # Axes no rule relates to another: one value stands for all (their bounds are each option's own check).
 UNRELATED: dict[str, Any] = {"image_size": 32, "num_classes": 10, "seed": 0, "batch_size": 1,
@@ -59,10 +63,10 @@ CAMPAIGN_ONLY = ("nodes",)
 # other axis of RELATED for ResNet-50 (the default workload), and the workload's own axes with each of STEP and RUN:
 # every axis of RELATED meets the workload axes, at about a fifth of the combinations of crossing them all (500,000,
 # two and a half minutes on 2 cores).
-STEP = ("framework", "precision", "device", "xla", "compile", "cuda_graph", "channels_last")
-RUN = ("framework", "precision", "device", "cuda_graph", "loader", "profiler", "gpus", "data")
+STEP = ("framework", "precision", "device", "xla", "compile", "cuda_graph", "channels_last", "activation_checkpointing")
+RUN = ("framework", "precision", "device", "cuda_graph", "loader", "profiler", "gpus", "data", "shard")
 WORKLOAD_AXES = ("workload", "size", "seq_len")
-WORKLOAD = (*WORKLOAD_AXES, "framework", "channels_last", "data")
+WORKLOAD = (*WORKLOAD_AXES, "framework", "channels_last", "data", "activation_checkpointing")
 OTHERS = tuple(axis for axis in RELATED if axis not in WORKLOAD_AXES)
 
 
@@ -95,9 +99,9 @@ def combinations(axes: tuple[str, ...]) -> Iterator[dict[str, Any]]:
 def command_line(values: Mapping[str, Any], shards: str) -> list[str]:
     """The options that ask for these axis values (absent ones: the options' defaults)."""
     words = ["throughput"] if values.get("profiler", NO_PROFILER) == NO_PROFILER else ["profile", values["profiler"]]
-    for axis in ("framework", "precision", "device", "loader", "gpus"):
+    for axis in ("framework", "precision", "device", "loader", "gpus", "activation_checkpointing", "shard"):
         if axis in values:
-            words += [f"--{axis}", str(values[axis])]
+            words += [f"--{axis.replace('_', '-')}", str(values[axis])]
     for flag in ("xla", "cuda_graph", "channels_last"):
         if values.get(flag):
             words.append(f"--{flag.replace('_', '-')}")

@@ -10,10 +10,13 @@ or more settings is the effect of none of them alone. Settings are what is measu
 ``STEP``, the model's options, the GPUs); versions, driver, CPU and Python are the environment, listed apart
 (``environment_sentence``). Versions are equal in any notation (cuDNN 90100 is "9"): ``results.run_settings``.
 
-The step's settings (``STEP``: the fp32 products' ``matmul_precision`` and the ``optimizer``'s name, format 5) are
-shown for both runs (``step_line``) and differ like any other setting. A file from before format 5 records neither:
-they read unknown there, never "highest" or the reference optimizer (those runs took their framework's default: TF32
-in TensorFlow), so they are not counted as a difference, and the step line says which run does not record them.
+The step's settings (``STEP``: the fp32 products' ``matmul_precision`` and the ``optimizer``'s name, format 5;
+``activation_checkpointing`` and ``shard``, format 6) are shown for both runs (``step_line``) and differ like any
+other setting. A file from before format 5 records neither of format 5's: they read unknown there, never "highest" or
+the reference optimizer (those runs took their framework's default: TF32 in TensorFlow), so they are not counted as a
+difference, and the step line says which run does not record them. Format 6's are known in every file (a run from
+before could neither recompute nor shard: "none" and "ddp", ``results.header.BEFORE_FORMAT_6``): a difference there
+is a difference, and the step line names them where either run is not at those defaults.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ from trainbench import workloads
 from trainbench.config import float_problem
 from trainbench.errors import UsageError
 from trainbench.results import fields
+from trainbench.results.header import BEFORE_FORMAT_6
 from trainbench.results.layout import ENV, SUMMARY
 from trainbench.results.records import BatchResult
-from trainbench.results.run_settings import STEP, differing, step_as_run
+from trainbench.results.run_settings import STEP, STEP_SINCE_5, STEP_SINCE_6, differing, step_as_run
 from trainbench.results.significance import compare_results
 from trainbench.results.store import read_summary
 from trainbench.workloads import settings as shape_settings
@@ -174,12 +178,13 @@ def _values(differences: list[Difference]) -> str:
 
 
 def unrecorded(run_a: ComparedRun, run_b: ComparedRun) -> dict[str, list[str]]:
-    """The step settings (``STEP``) one run records and the other does not (a file from before format 5), by the
-    run that does not ("A", "B"): unknown there, so they may differ."""
+    """The step settings of format 5 (``STEP_SINCE_5``) one run records and the other does not (a file from before
+    format 5), by the run that does not ("A", "B"): unknown there, so they may differ. Format 6's are known in every
+    file: never listed here."""
     a, b = step_as_run(run_a.header), step_as_run(run_b.header)
     found: dict[str, list[str]] = {}
     for side, mine, theirs in (("A", a, b), ("B", b, a)):
-        names = [name for name in STEP if mine[name] is None and theirs[name] is not None]
+        names = [name for name in STEP_SINCE_5 if mine[name] is None and theirs[name] is not None]
         if names:
             found[side] = names
     return found
@@ -217,17 +222,23 @@ def _step_shown(run: ComparedRun, name: str, value: str | None) -> str:
 
 
 def step_line(run_a: ComparedRun, run_b: ComparedRun) -> str | None:
-    """"step: matmul_precision highest in both; optimizer A sgd (torch, foreach), B adamw (torch, fused)", saying
-    which run does not record them (unknown, not taken as "highest"); None when neither run records any (files from
-    before format 5, which compare as they always did)."""
+    """"step: matmul_precision highest in both; optimizer A sgd (torch, foreach), B adamw (torch, fused); shard A ddp,
+    B fsdp": format 5's settings where either run records them, saying which run does not (unknown, not taken as
+    "highest"), and format 6's where either run is not at their defaults (no recomputation, DDP: what every run
+    before format 6 ran, and most since); None when there is nothing to say (two files from before format 5, which
+    compare as they always did)."""
     a, b = step_as_run(run_a.header), step_as_run(run_b.header)
-    if all(value is None for value in (*a.values(), *b.values())):
+    recorded = any(values[name] is not None for values in (a, b) for name in STEP_SINCE_5)
+    names = [*(STEP_SINCE_5 if recorded else ()),
+             *(name for name in STEP_SINCE_6 if any(values[name] != BEFORE_FORMAT_6[name] for values in (a, b)))]
+    if not names:
         return None
     parts = []
-    for name in STEP:
+    for name in names:
         shown_a, shown_b = _step_shown(run_a, name, a[name]), _step_shown(run_b, name, b[name])
         parts.append(f"{name} {shown_a} in both" if shown_a == shown_b else f"{name} A {shown_a}, B {shown_b}")
-    missing = [side for side, values in (("A", a), ("B", b)) if None in values.values()]
+    missing = [side for side, values in (("A", a), ("B", b))
+               if recorded and any(values[name] is None for name in STEP_SINCE_5)]
     note = f" ({' and '.join(missing)}: unknown, not taken as highest or the reference optimizer)" if missing else ""
     return f"step: {'; '.join(parts)}{note}"
 

@@ -23,9 +23,10 @@ pandas, no cleaning needed). Columns, in order:
   the run's axis value (empty when its campaign_run.json cannot be read).
 - One column per axis of the matrix except batch_size and workload, named as in the matrix (``framework``,
   ``precision``, ``image_size``, ``data``, ``xla``...): the run's values (the union over runs; empty where a run
-  lacks one). An axis named like a result field (``matmul_precision``, ``optimizer``) has no column here: the
-  field's own column holds the axis's value on every row of the runs that have the axis (what was asked, the same
-  on an oom row), and what the run recorded on the others (``"adamw (torch, fused)"``: name and implementation).
+  lacks one). An axis named like a result field (``matmul_precision``, ``optimizer``, ``activation_checkpointing``,
+  ``shard``) has no column here: the field's own column holds the axis's value on every row of the runs that have
+  the axis (what was asked, the same on an oom row; ``shard`` "ddp" with one process too, where the run records
+  none), and what the run recorded on the others (``"adamw (torch, fused)"``: name and implementation).
 - ``batch_size``; ``window``: the timed window (0, 1... with ``windows: N``), empty for a batch size with no
   measurement (a failure: one row) and for a profiled one.
 - ``status`` (ok, oom, error, interrupted, diverged, invalid), ``error`` (why it failed, or a warning on an ok result).
@@ -39,8 +40,10 @@ pandas, no cleaning needed). Columns, in order:
   ``compile_s``, the GPU telemetry (the same on each window's row), what a sample costs: ``tokens_per_sec``
   (sequence workloads), ``parameters``, ``train_flops_per_sample``, ``achieved_flops`` and ``mfu`` (empty where not
   measured: the CPU, an unknown GPU), the machine's load, how the step ran (``matmul_precision``, ``optimizer``,
-  ``attention_kernel``, ``image_layout``) and its memory (``peak_memory_bytes`` and its kind, the breakdown by
-  parameters, gradients, optimizer and activations, ``memory_note``); see the registry for each one's meaning.
+  ``attention_kernel``, ``image_layout``, ``activation_checkpointing``, ``shard``), its memory
+  (``peak_memory_bytes`` and its kind, the breakdown by parameters, gradients, optimizer and activations,
+  ``memory_note``) and, format 6, ``parameters_held`` (one process's), ``hardware_flops_per_sample`` and ``hfu``
+  (the recomputed forward counted too); see the registry for each one's meaning.
 - A profiled run (a ``profiler`` other than none) has one row per batch size, its samples/s columns empty
   (samples/s under a profiler are no throughput), and its profile record's values (``profiled_iterations``,
   ``profiled_samples_per_sec``, ``window_s``, the profiler's own summary columns...) in extra columns after all
@@ -356,8 +359,9 @@ def folder_rows(folder: RunFolder, info: RunInfo | None, problem: str | None) ->
         rows = [_error_row(str(error))]
     except (OSError, ValueError, TypeError) as error:  # a summary of unexpected shape: say so, go on
         rows = [_error_row(f"{folder.path}: {type(error).__name__}: {error}")]
-    # An axis named like a result field (matmul_precision, optimizer) fills the field's column with what the matrix
-    # asked: one value per configuration, on its failed rows too ("adamw", not the recorded "adamw (torch, fused)").
+    # An axis named like a result field (matmul_precision, optimizer, activation_checkpointing, shard) fills the
+    # field's column with what the matrix asked: one value per configuration, on its failed rows too ("adamw", not the
+    # recorded "adamw (torch, fused)"; "ddp" with one process, where the run records no shard).
     asked = {name: shared[name] for name in info.values if name in shared and name in result_values()}
     return [{**shared, **row, **asked} for row in rows]
 
@@ -374,7 +378,8 @@ def _read_folder(folder: RunFolder) -> tuple[RunInfo | None, str | None]:
 
 def _axis_columns(infos: Iterable[RunInfo | None]) -> list[str]:
     """The union of the runs' axes: in the matrix's order, unknown names (a newer matrix) after them; workload and
-    the axes named like a result field (matmul_precision, optimizer) have their fixed columns."""
+    the axes named like a result field (matmul_precision, optimizer, activation_checkpointing, shard) have their
+    fixed columns."""
     fixed = columns()
     names = dict.fromkeys(name for info in infos if info for name in info.values
                           if name not in ("batch_size", WORKLOAD) and name not in fixed)

@@ -37,11 +37,13 @@ _WORDS = {
     "peak_memory_kind": "peak memory measured by", "memory_parameters_bytes": "parameter memory",
     "memory_gradients_bytes": "gradient memory", "memory_optimizer_bytes": "optimizer memory",
     "memory_activations_bytes": "activation memory", "optimizer_state_bytes": "optimizer state memory",
+    "activation_checkpointing": "activation checkpointing", "parameters_held": "parameters held",
+    "hardware_flops_per_sample": "hardware FLOP per sample",
 }
 # The page's unit where it is not the file's: (unit shown, factor from the file's value).
 _SHOWN_UNITS = {"step_time_median_s": ("ms", 1e3), "step_time_p10_s": ("ms", 1e3), "step_time_p90_s": ("ms", 1e3),
                 "step_time_mad_s": ("ms", 1e3), "achieved_flops": ("TFLOP/s", 1e-12),
-                "peak_flops": ("TFLOP/s", 1e-12), "mfu": ("%", 100.0)}
+                "peak_flops": ("TFLOP/s", 1e-12), "mfu": ("%", 100.0), "hfu": ("%", 100.0)}
 _CONSOLE_UNIT = re.compile(r"\s+(ms|%)$")  # "step median ms", "MFU %": the unit the console header ends in
 
 

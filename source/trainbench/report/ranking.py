@@ -4,10 +4,12 @@ A row is one ok batch size of a throughput run (its samples are its timed window
 configuration x batch size of a campaign (its samples are its ok repetitions' samples/s; its rate is their median,
 as ``campaign summary`` gives it). Its settings are what the run's header records (framework, precision, device,
 size, image size, sequence length, data, compile / CUDA graph / XLA / channels-last, how the step ran: matmul
-precision and optimizer (unknown, None, in files from before format 5), processes, the GPU's name from env.json and
-the batch size), read the same way for a run and for a campaign's runs, so that a campaign row and a run row of the
-same setting pair. Beside the rate, a row holds what was recorded of the work and the memory: tokens/s, MFU and the
-peak memory (a campaign's: the median over its ok repetitions).
+precision and optimizer (unknown, None, in files from before format 5), activation checkpointing and shard (none and
+ddp in files from before format 6: what they ran), processes, the GPU's name from env.json and the batch size), read
+the same way for a run and for a campaign's runs, so that a campaign row and a run row of the same setting pair.
+Beside the rate, a row holds what was recorded of the work and the memory: tokens/s, MFU, HFU (MFU with the
+recomputed forward counted: MFU's value without recomputation) and the peak memory (a campaign's: the median over its
+ok repetitions).
 
 Pairs are the rows of one workload that differ in exactly one setting (``results.run_settings.one_setting_pairs``:
 batch sizes with their neighbours only), each compared by ``results.significance.compare_rates``: B is the later
@@ -32,7 +34,7 @@ from trainbench.render.console import per_second
 from trainbench.render.plot import PEAK_MEMORY
 from trainbench.report.found import Campaign, ReportData, RunRecord
 from trainbench.results import fields
-from trainbench.results.header import WORKLOAD, RunHeader
+from trainbench.results.header import BEFORE_FORMAT_6, WORKLOAD, RunHeader
 from trainbench.results.records import Status
 from trainbench.results.run_settings import (
     STEP,
@@ -57,8 +59,9 @@ ADVICE = {WINDOWS: "--windows 3", REPETITIONS: "a matrix with repeats: 3"}  # ho
 MAX_PAIRS = 30  # pairs shown per differing setting
 MAX_UNCOMPARED = 12  # combinations of differing settings listed as not compared
 # The measured columns after the settings (the CSV's and the page's order).
-MEASURES = ("samples_per_sec", "sample", "n", "cv_pct", "spread_pct", "per_window_s", "tokens_per_sec", "mfu",
+MEASURES = ("samples_per_sec", "sample", "n", "cv_pct", "spread_pct", "per_window_s", "tokens_per_sec", "mfu", "hfu",
             PEAK_MEMORY, "flags", "source")
+WORK = ("tokens_per_sec", "mfu", "hfu")  # a run's as recorded, a campaign's the median over its ok repetitions
 
 
 # --- one row per measured setting ----------------------------------------------------------------------------
@@ -145,7 +148,7 @@ def run_rows(run: RunRecord, gpu: str | None = None) -> list[dict[str, Any]]:
                      "batch_size": values["batch_size"], "samples_per_sec": float(values[fields.SAMPLES_PER_SEC]),
                      "sample": WINDOWS, "samples": samples, "n": len(samples), "cv_pct": cv, "spread_pct": spread_pct,
                      "per_window_s": _per_window({"windows": header.timing and header.timing.windows, **values}),
-                     "tokens_per_sec": _number(values.get("tokens_per_sec")), "mfu": _number(values.get("mfu")),
+                     **{name: _number(values.get(name)) for name in WORK},
                      PEAK_MEMORY: _bytes(values.get(PEAK_MEMORY)), "flags": trust_flags(values),
                      "source": run.shown_name})
     return rows
@@ -170,8 +173,10 @@ def _from_axes(row: Mapping[str, Any]) -> dict[str, Any]:
             "compile": "default" if compiled is True else compiled,
             "cuda_graph": _plain(row.get("cuda_graph")), "xla": _plain(row.get("xla")),
             "channels_last": _plain(row.get("channels_last")), "matmul_precision": _plain(row.get("matmul_precision")),
-            "optimizer": _optimizer_name(_plain(row.get("optimizer"))), "gpus": _plain(row.get("gpus")) or 1,
-            "gpu": None}
+            "optimizer": _optimizer_name(_plain(row.get("optimizer"))),
+            # format 6's: the axis's or the run's record; empty (no axis; one process records no shard): what ran
+            **{name: _plain(row.get(name)) or default for name, default in BEFORE_FORMAT_6.items()},
+            "gpus": _plain(row.get("gpus")) or 1, "gpu": None}
 
 
 def _optimizer_name(value: Any) -> Any:
@@ -214,7 +219,7 @@ def _campaign_row(campaign: Campaign, config: str, batch: int, ok: list[dict[str
     values = [_result(campaign, str(row["run_folder"]), batch) or row for row in ok]
     flags = trust_flags(worst_of(values))
     per_window = [seconds for each in values if (seconds := _per_window(each)) is not None]
-    work = {name: _median([_number(row.get(name)) for row in ok]) for name in ("tokens_per_sec", "mfu")}
+    work = {name: _median([_number(row.get(name)) for row in ok]) for name in WORK}
     work[PEAK_MEMORY] = _bytes(_median([_number(row.get(PEAK_MEMORY)) for row in ok]))
     unit = _plain(first.get("sample_unit"))
     return {"workload": _plain(first.get("workload")) or WORKLOAD, "sample_unit": unit or "sample", **settings,

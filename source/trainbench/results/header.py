@@ -25,7 +25,9 @@ Older shapes read: a profile.json written before this header holds its framework
 inside ``model`` only, and no data, launch or workload (a value not recorded reads None, and is not written back);
 a summary.json from before ``windows`` was recorded has none; one from before format 5 has no ``optimizer`` and no
 ``model.matmul_precision``: both read None (``optimizer_name``, ``matmul_precision``), unknown, never taken as the
-reference optimizer or "highest" (those runs took each framework's own default: TF32 in TensorFlow). Keys this
+reference optimizer or "highest" (those runs took each framework's own default: TF32 in TensorFlow). One from before
+format 6 has no ``model.activation_checkpointing`` and no ``model.shard``: there the truth is known, since the suite
+could neither recompute nor shard before, and they read as that (``BEFORE_FORMAT_6``: "none" and "ddp"). Keys this
 module does not know are kept in ``extra`` and written back after the others.
 """
 
@@ -42,6 +44,11 @@ WORKLOAD = workloads.DEFAULT  # the workload of every run written before the hea
 SAMPLE_UNIT = "image"  # and its sample unit
 # What one sample costs: taken from the first ok result that holds them (``with_work``).
 WORK = ("parameters", "train_flops_per_sample", "flops_note")
+# How the step ran, as every run before format 6 ran it (ModelConfig's defaults): no recomputation, and replicas
+# (DDP) wherever several processes measured. Known, unlike format 5's settings (a file from before format 5 took
+# its framework's default matmul precision, which the file does not say): a file without these keys reads as these
+# values, so that it pairs with and compares equal to a format-6 run of the same step rather than as unknown.
+BEFORE_FORMAT_6: dict[str, str] = {"activation_checkpointing": "none", "shard": "ddp"}
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,23 @@ class RunHeader:
     def optimizer_name(self) -> str | None:
         """The optimizer the step updated with ("sgd", "adamw"); None: not recorded (a file from before format 5)."""
         value = (self.optimizer or {}).get("name")
+        return value if isinstance(value, str) else None
+
+    @property
+    def activation_checkpointing(self) -> str | None:
+        """Whether the blocks' forward ran again in the backward pass ("none", "full"); a file from before format 6
+        ran without (``BEFORE_FORMAT_6``); None: a value that is no text."""
+        return self._since_format_6("activation_checkpointing")
+
+    @property
+    def shard(self) -> str | None:
+        """How several processes held the model ("ddp", "fsdp"): the model's setting as asked, also for one process
+        (where the result field ``shard`` is None: nothing was spread); a file from before format 6 held replicas
+        (``BEFORE_FORMAT_6``); None: a value that is no text."""
+        return self._since_format_6("shard")
+
+    def _since_format_6(self, name: str) -> str | None:
+        value = self.model.get(name, BEFORE_FORMAT_6[name])
         return value if isinstance(value, str) else None
 
     def to_json(self) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 
 ``settings_as_run`` answers what a run's shape settings were (``workloads.settings`` declares them), read from its
 header the one way every reader reads them; ``workloads.settings.shape_words`` says them in words. ``step_as_run``
-answers how its step ran (``STEP``: the fp32 products' matmul precision, the optimizer's name), None where a file
-from before format 5 does not say: unknown, never "highest" or the reference optimizer.
+answers how its step ran (``STEP``: the fp32 products' matmul precision, the optimizer's name, None where a file
+from before format 5 does not say: unknown, never "highest" or the reference optimizer; and whether the blocks were
+recomputed and how several processes held the model, which a file from before format 6 did not choose: "none" and
+"ddp", known).
 
 A change measured between two runs is a change of that one setting only when everything else is the same: the report
 and ``trainbench compare`` compare such pairs and mark the others. A setting is a flat name -> value mapping (the
@@ -37,15 +39,21 @@ def settings_as_run(header: Mapping[str, Any] | RunHeader) -> dict[str, Any]:
             for setting in shape_settings.SETTINGS}
 
 
-# How the step ran (format 5): settings like the others, which compare and the report hold equal across a comparison.
-STEP = ("matmul_precision", "optimizer")
+# How the step ran: settings like the others, which compare and the report hold equal across a comparison. Format 5's
+# (STEP_SINCE_5) are unknown, None, in a file from before it; format 6's (STEP_SINCE_6) read as what every run before
+# it ran (RunHeader's BEFORE_FORMAT_6: no recomputation, DDP), never None but for a value that is no text.
+STEP_SINCE_5 = ("matmul_precision", "optimizer")
+STEP_SINCE_6 = ("activation_checkpointing", "shard")
+STEP = (*STEP_SINCE_5, *STEP_SINCE_6)
 
 
 def step_as_run(header: Mapping[str, Any] | RunHeader) -> dict[str, str | None]:
-    """``STEP``'s values as the run recorded them: the model's ``matmul_precision`` and the optimizer's name; None:
-    not recorded (a file from before format 5, whose run took its framework's default: unknown, not "highest")."""
+    """``STEP``'s values as the run recorded them: the model's ``matmul_precision``, the optimizer's name, the
+    model's ``activation_checkpointing`` and ``shard``; None: not recorded (a file from before format 5, whose run
+    took its framework's default: unknown, not "highest"). A file from before format 6 reads "none" and "ddp"."""
     read = header if isinstance(header, RunHeader) else RunHeader.read(header)
-    return {"matmul_precision": read.matmul_precision, "optimizer": read.optimizer_name}
+    return {"matmul_precision": read.matmul_precision, "optimizer": read.optimizer_name,
+            "activation_checkpointing": read.activation_checkpointing, "shard": read.shard}
 
 
 def recorded_at(name: str) -> str:

@@ -89,9 +89,11 @@ def _token(axis: str, value: Any) -> str:
 
 
 # A number's token starts with its axis: the shape settings' declared prefixes ("img64"), the others' own names; so do
-# the step's texts, which alone would not say what they set ("matmul_high", "opt_adamw").
+# the step's texts, which alone would not say what they set ("matmul_high", "opt_adamw", "recompute_full",
+# "shard_fsdp").
 _PREFIXES = {**{setting.name: setting.prefix for setting in shape_settings.SETTINGS}, "seed": "seed", "gpus": "gpus",
-             "nodes": "nodes", "matmul_precision": "matmul_", "optimizer": "opt_"}
+             "nodes": "nodes", "matmul_precision": "matmul_", "optimizer": "opt_",
+             "activation_checkpointing": "recompute_", "shard": "shard_"}
 
 
 def _data_token(path: str) -> str:

@@ -17,11 +17,13 @@ import yaml
 
 from trainbench import workloads
 from trainbench.config import (
+    ACTIVATION_CHECKPOINTINGS,
     COMPILE_MODES,
     LOADERS,
     OPTIMIZERS,
     PARAM_FIELDS,
     PROFILERS,
+    SHARDS,
     BenchConfig,
     ModelConfig,
     ProfileConfig,
@@ -40,6 +42,9 @@ CLOCK_CONTROLS = ("base", "none")
 # 2: the step's matmul precision is set explicitly (format 5: "highest" unless an axis says otherwise), so a matrix
 # resumed from before measures another step than its finished runs did (TensorFlow's fp32 ran TF32 then): refused as
 # another matrix, unless --replace-matrix.
+# Still 2 with the axes activation_checkpointing and shard (format 6): absent, they are the defaults ("none", "ddp"),
+# which are the step every run before them ran (DDP's wrapper unchanged), so a matrix begun before measures the same
+# step when resumed; a matrix that names them has them in its axes, which the fingerprint holds already.
 FINGERPRINT_FORMAT = 2
 
 Parser = Callable[[Any], Any]
@@ -146,6 +151,17 @@ def _optimizer(value: Any) -> str:
     return value
 
 
+def _step_choice(name: str, choices: tuple[str, ...]) -> Parser:
+    """A step setting of the model checked as a name alone (``ModelConfig`` would judge it with the default
+    workload: ``activation_checkpointing: full`` is refused for ResNet-50); a combination the suite refuses
+    (recomputation on ResNet-50, FSDP with one process or on TensorFlow) is dropped by the legality filter."""
+    def parse(value: Any) -> str:
+        check_choice(name.replace("_", " "), value, choices)
+        return value
+
+    return parse
+
+
 def _loader(value: Any) -> str:
     check_choice("loader", value, LOADERS)
     return value
@@ -217,6 +233,8 @@ AXES: dict[str, Parser] = {
     "channels_last": _flag,
     "matmul_precision": _model_field("matmul_precision"),
     "optimizer": _optimizer,
+    "activation_checkpointing": _step_choice("activation_checkpointing", ACTIVATION_CHECKPOINTINGS),
+    "shard": _step_choice("shard", SHARDS),
     "loader": _loader,
     "seed": _model_field("seed"),
     "profiler": _profiler,

@@ -21,6 +21,7 @@ from trainbench.report.sections.common import (
     left_out_note,
     missing,
     rows_table,
+    without_repeats,
     words_table,
 )
 from trainbench.workloads.settings import SHAPES, shape_words
@@ -99,12 +100,15 @@ def _by_workload(lines: dict[str, Any], workload_of: dict[str, tuple[str, str, s
     return groups
 
 
-_WORK = ("parameters", "train_flops_per_sample", "tokens_per_sec", "achieved_flops", "mfu", PEAK_MEMORY)
+# With HFU, the hardware FLOPs and the parameters one process holds beside MFU, the training FLOPs and the
+# parameters, where a configuration's differ (recomputation, FSDP): ``common.without_repeats``.
+_WORK = ("parameters", "parameters_held", "train_flops_per_sample", "hardware_flops_per_sample", "tokens_per_sec",
+         "achieved_flops", "mfu", "hfu", PEAK_MEMORY)
 
 
 def _work_rows(campaign: Campaign, configs: list[str]) -> list[dict[str, Any]]:
     """Per configuration and batch size, the median over its ok repetitions of what a sample costs, the tokens/s,
-    FLOP/s and MFU it gave, and its peak memory."""
+    FLOP/s, MFU and HFU it gave, and its peak memory."""
     rows = [row for row in campaign_rows(campaign) if row.get("config") in configs and row.get("status") == "ok"]
     frame = pd.DataFrame(rows, columns=["config", "batch_size", *_WORK])
     frame[list(_WORK)] = frame[list(_WORK)].apply(pd.to_numeric, errors="coerce")  # a column of blanks: NaN
@@ -124,12 +128,14 @@ def _campaign_workload_part(campaign: Campaign, workload: tuple[str, str, str],
     parts = [heading(f"{title}: {unit}"),
              paragraph(f"samples are {sample_unit}s: samples/s is in {unit}; tokens/s: samples/s x the tokens one "
                        "sample holds, for sequence workloads only; TFLOP/s: samples/s x the training FLOP per sample; "
-                       "MFU (%): achieved / the GPUs' dense peak x 100 (empty on the CPU or an unknown GPU); peak "
-                       "memory: the highest in use during the timed windows (each a median over the ok "
-                       "repetitions).", "note")]
+                       "MFU (%): achieved / the GPUs' dense peak x 100 (empty on the CPU or an unknown GPU); HFU "
+                       "(%), where it differs from MFU: the same with the forward recomputed under activation "
+                       "checkpointing counted too; peak memory: the highest in use during the timed windows (each a "
+                       "median over the ok repetitions).", "note")]
     work = _work_rows(campaign, list(lines))
     if any(row.get(key) is not None for row in work for key in _WORK):
-        parts.append(rows_table(("config", "batch_size", *_WORK), work, ("config", "batch_size")))
+        parts.append(rows_table(("config", "batch_size", *without_repeats(_WORK, work)), work,
+                                ("config", "batch_size")))
     bars = any((point.get("repetitions") or 0) >= 2 for points, _ in lines.values() for point in points)
     statistic = f"median {unit} over repetitions" + ("; bars: slowest to fastest repetition" if bars else "")
     parts += [capped_note(len(lines), "configurations", "the table above"), figure_image(

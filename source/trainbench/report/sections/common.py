@@ -4,7 +4,7 @@ says, the notes on what a figure or table left out, a campaign's rows, the profi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,8 @@ FIGURE_WIDTH = 10.0  # inches: the page's figures, with their legend beside the 
 def run_label(run: RunRecord) -> str:
     """workload (when not ResNet-50), framework precision device, image size or sequence length and data, as the
     settings in summary.json say; the step's settings where they are not the defaults (matmul precision other than
-    highest, an optimizer other than the workload's reference): two runs that differ only there are told apart."""
+    highest, an optimizer other than the workload's reference, activation checkpointing, FSDP): two runs that differ
+    only there are told apart."""
     header = RunHeader.read(run.header)
     data = header.data or "synthetic"
     parts: list[str | None] = [] if header.workload == WORKLOAD else [workload_title(header.workload)]
@@ -44,8 +45,8 @@ def run_label(run: RunRecord) -> str:
 
 
 def _step_words(header: RunHeader) -> list[str]:
-    """"matmul high", "adamw": a step setting that is recorded and not its default (nothing for a file that records
-    none: unknown, said elsewhere)."""
+    """"matmul high", "adamw", "checkpointing full", "fsdp": a step setting that is recorded and not its default
+    (nothing for a file that records none: unknown, said elsewhere)."""
     words = []
     if header.matmul_precision not in (None, field_default(ModelConfig, "matmul_precision")):
         words.append(f"matmul {header.matmul_precision}")
@@ -53,7 +54,45 @@ def _step_words(header: RunHeader) -> list[str]:
     if header.optimizer_name is not None and (not known or header.optimizer_name !=
                                               workloads.get(header.workload).optimizer.name):
         words.append(header.optimizer_name)
+    if header.activation_checkpointing not in (None, field_default(ModelConfig, "activation_checkpointing")):
+        words.append(f"checkpointing {header.activation_checkpointing}")
+    if header.shard not in (None, field_default(ModelConfig, "shard")):
+        words.append(str(header.shard))
     return words
+
+
+# A value beside the model's own, which recomputation or sharding makes differ: HFU counts the recomputed forward
+# (MFU without it), the hardware FLOPs likewise, and a process under FSDP holds its shards of the parameters. Shown
+# right after its counterpart, and only where some row's differs from it: elsewhere it would repeat it.
+BESIDE = {"parameters_held": "parameters", "hardware_flops_per_sample": "train_flops_per_sample", "hfu": "mfu"}
+
+
+def beside(columns: Sequence[str]) -> tuple[str, ...]:
+    """``columns`` with each ``BESIDE`` value right after its counterpart (where both are there)."""
+    placed = [name for name in columns if not (name in BESIDE and BESIDE[name] in columns)]
+    for name, counterpart in BESIDE.items():
+        if name in columns and counterpart in columns:
+            placed.insert(placed.index(counterpart) + 1, name)
+    return tuple(placed)
+
+
+def differs_from_model(name: str, rows: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether some row holds ``name`` (a ``BESIDE`` value) other than its counterpart's: a checkpointed run's HFU,
+    a sharded run's parameters held; a value whose counterpart is missing counts as other."""
+    counterpart = BESIDE[name]
+    for row in rows:
+        value, model = row.get(name), row.get(counterpart)
+        if missing(value):
+            continue
+        if missing(model) or not isinstance(value, int | float) or not isinstance(model, int | float) or \
+                not math.isclose(float(value), float(model), rel_tol=1e-9):
+            return True
+    return False
+
+
+def without_repeats(columns: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """``columns`` (``beside``'s order) less the ``BESIDE`` values no row holds other than its counterpart."""
+    return tuple(name for name in beside(columns) if name not in BESIDE or differs_from_model(name, rows))
 
 
 def titled(run: RunRecord) -> str:

@@ -15,7 +15,8 @@ from trainbench.render.page import Section, cell_text, heading, paragraph, table
 from trainbench.render.plot import PEAK_MEMORY
 from trainbench.render.readable import size_text
 from trainbench.report.found import ReportData
-from trainbench.report.ranking import SPACE, Headline, headlines, ranking, setting_names, varying
+from trainbench.report.ranking import SPACE, WORK, Headline, headlines, ranking, setting_names, varying
+from trainbench.report.sections.common import differs_from_model
 from trainbench.report.sections.settings import described, phrase, rows_of, setting_cell, title_of, unit_header
 from trainbench.workloads.settings import shape_words
 
@@ -53,29 +54,31 @@ def _headline_text(line: Headline, names: Sequence[str]) -> str:
             f"{_rate(line.slowest['samples_per_sec'])} {line.unit})")
 
 
-_WORK_HEADERS = {"tokens_per_sec": "tokens/s", "mfu": "MFU %", PEAK_MEMORY: "peak memory"}
+_WORK_HEADERS = {"tokens_per_sec": "tokens/s", "mfu": "MFU %", "hfu": "HFU %", PEAK_MEMORY: "peak memory"}
 
 
 def _work_cell(name: str, value: Any) -> Any:
-    """MFU in %, the peak memory in the unit it reads best in ("1.534 GiB"), tokens/s as they are."""
+    """MFU and HFU in %, the peak memory in the unit it reads best in ("1.534 GiB"), tokens/s as they are."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
-    if name == "mfu":
+    if name in ("mfu", "hfu"):
         return value * 100
     return size_text(value) if name == PEAK_MEMORY else value
 
 
 def ranking_table(ranked: pd.DataFrame, shown: Sequence[str]) -> str:
     """Every row: rank, the settings that differ, the rate and its spread, the work done and the peak memory (where
-    recorded), flags and source."""
+    recorded; HFU beside MFU where some row's differs from it: a checkpointed step's), flags and source."""
     lead = (["workload"] if ranked["workload"].nunique() > 1 else []) + \
         (["device"] if "device" not in shown and ranked["device"].map(str).nunique() > 1 else [])
-    work = [name for name in ("tokens_per_sec", "mfu", PEAK_MEMORY) if ranked[name].notna().any()]
+    records = ranked.to_dict("records")
+    work = [name for name in (*WORK, PEAK_MEMORY) if ranked[name].notna().any()
+            and (name != "hfu" or differs_from_model(name, records))]
     several = ranked["sample_unit"].nunique() > 1
     header = ["rank", *lead, *(title_of(name) for name in shown), unit_header(ranked), *(["unit"] if several else []),
               "over", "CV %", "spread %", "s per window", *(_WORK_HEADERS[name] for name in work), "flags", "source"]
     rows = []
-    for row in ranked.to_dict("records"):
+    for row in records:
         over = f"{row['n']} {row['sample'] if row['n'] != 1 else str(row['sample']).removesuffix('s')}"
         workload = [workload_title(row["workload"], row.get("size"))] if "workload" in lead else []
         rows.append([int(row["rank"]), *workload, *([row["device"]] if "device" in lead else []),
@@ -84,7 +87,7 @@ def ranking_table(ranked: pd.DataFrame, shown: Sequence[str]) -> str:
                      row["spread_pct"], row["per_window_s"],
                      *(_work_cell(name, row[name]) for name in work),
                      "; ".join(row["flags"]), row["source"]])
-    return table(header, rows, [bool(row["flags"]) for row in ranked.to_dict("records")])
+    return table(header, rows, [bool(row["flags"]) for row in records])
 
 
 def headline_section(data: ReportData) -> Section:

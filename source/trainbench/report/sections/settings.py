@@ -1,5 +1,5 @@
 """A measured setting in words, for the headline and the comparisons: "batch 32", "on cpu", "no XLA", "matmul
-precision high", and the settings' column headers."""
+precision high", "shard fsdp", and the settings' column headers."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pandas as pd
 from trainbench.render.console import per_second
 from trainbench.report.found import ReportData
 from trainbench.report.ranking import SYNTHETIC, measured_rows
-from trainbench.results.run_settings import STEP
+from trainbench.results.header import BEFORE_FORMAT_6
+from trainbench.results.run_settings import STEP, STEP_SINCE_6
 from trainbench.workloads import settings as shape_settings
 from trainbench.workloads.settings import SHAPES
 
@@ -21,7 +22,8 @@ from trainbench.workloads.settings import SHAPES
 TITLES = {"framework": "framework", "precision": "precision", "device": "device", "size": "size",
           **{name: shape_settings.named(name).words for name in SHAPES}, "data": "data", "compile": "torch.compile",
           "cuda_graph": "CUDA graph", "xla": "XLA", "channels_last": "channels last",
-          "matmul_precision": "matmul precision", "optimizer": "optimizer", "gpus": "processes", "gpu": "GPU",
+          "matmul_precision": "matmul precision", "optimizer": "optimizer",
+          "activation_checkpointing": "activation checkpointing", "shard": "shard", "gpus": "processes", "gpu": "GPU",
           "batch_size": "batch size"}
 # Said of a step setting a file from before format 5 does not record: unknown, not "highest" or the reference.
 NOT_RECORDED = "not recorded"
@@ -36,10 +38,14 @@ def _switch(value: Any, name: str) -> str:
 
 
 def phrase(name: str, value: Any) -> str:
-    """One setting as words: "batch 32", "on cpu", "synthetic data", "no XLA", "matmul precision high"; "" when not
-    recorded, except a step setting's: "optimizer not recorded" (unknown, where another row may record it)."""
+    """One setting as words: "batch 32", "on cpu", "synthetic data", "no XLA", "matmul precision high", "activation
+    checkpointing full", "shard fsdp"; "" when not recorded, except a step setting's: "optimizer not recorded"
+    (unknown, where another row may record it); "" too for format 6's step settings at their defaults (no
+    recomputation, DDP: what every run before format 6 ran, and every one-process run), which need no saying."""
     if value is None:
         return f"{title_of(name)} {NOT_RECORDED}" if name in STEP else ""
+    if name in STEP_SINCE_6 and value == BEFORE_FORMAT_6[name]:
+        return ""
     if name in shape_settings.NAMES:  # "64 px", "seq_len 128": as declared
         return shape_settings.named(name).text(value)
     words = {"device": lambda: f"on {value}", "size": lambda: f"{value} size", "batch_size": lambda: f"batch {value}",
@@ -49,6 +55,8 @@ def phrase(name: str, value: Any) -> str:
              "channels_last": lambda: _switch(value, "channels last"),
              "gpus": lambda: f"{value} process{'es' if value != 1 else ''}",
              "matmul_precision": lambda: f"matmul precision {value}", "optimizer": lambda: f"optimizer {value}",
+             "activation_checkpointing": lambda: f"activation checkpointing {value}",
+             "shard": lambda: f"shard {value}",
              "framework": lambda: str(value), "precision": lambda: str(value), "gpu": lambda: str(value)}
     return words.get(name, lambda: f"{name} {value}")()
 

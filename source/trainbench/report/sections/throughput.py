@@ -1,6 +1,8 @@
 """The Throughput section: each run's rates and peak memory against batch size, a figure of each per workload and
 sample shape, every run's table with its trust checks and how its step ran, and what the memory at each run's
-largest batch size that ran holds (parameters, gradients, optimizer, activations)."""
+largest batch size that ran holds (parameters, gradients, optimizer, activations). HFU stands beside MFU, the
+hardware FLOPs beside the training FLOPs and the parameters one process holds beside the parameters, where a run's
+differ (recomputation, FSDP): elsewhere they would repeat them."""
 
 from __future__ import annotations
 
@@ -22,11 +24,12 @@ from trainbench.report.sections.common import (
     rows_table,
     titled,
     unique_labels,
+    without_repeats,
 )
 from trainbench.results import fields
 from trainbench.results.header import RunHeader, Timing
 from trainbench.results.records import Status
-from trainbench.results.run_settings import settings_as_run, step_as_run
+from trainbench.results.run_settings import STEP_SINCE_5, settings_as_run, step_as_run
 from trainbench.telemetry.schema import telemetry_values
 from trainbench.workloads.settings import SHAPES, named, shape_words
 
@@ -110,13 +113,15 @@ def throughput_figure(runs: Sequence[RunRecord]) -> str:
 def step_text(run: RunRecord) -> str:
     """"Step: matmul precision highest; optimizer adamw (torch, fused); attention kernel flash": each STEP field's
     values over the ok results (distinct ones joined), else the header's (matmul precision, optimizer); a run that
-    records none (a file from before format 5) says they are unknown, not "highest" or the reference optimizer."""
+    records none (a file from before format 5) says they are unknown, not "highest" or the reference optimizer.
+    Activation checkpointing and shard are said as the results record them (shard: none with one process), never
+    from the header: a file from before format 6 ran without either, which needs no saying."""
     ok = [row for row in run.rows if row.get("status") == Status.OK]
     recorded = step_as_run(run.header)
     said = []
     for name in step_fields():
         values = list(dict.fromkeys(str(row[name]) for row in ok if row.get(name) is not None))
-        if not values and recorded.get(name) is not None:
+        if not values and name in STEP_SINCE_5 and recorded.get(name) is not None:
             values = [str(recorded[name])]
         if values:
             said.append(f"{column_header(name)} {', '.join(values)}")
@@ -188,8 +193,8 @@ def throughput_section(data: ReportData) -> Section:
         steps = f"{timing.warmup_steps} warm-up + {timing.timed_steps} timed steps per window; " \
             f"samples are {header.sample_unit}s ({per_second(header.sample_unit)}){_work_note(header)}"
         parts += [heading(titled(run)), paragraph(steps, "note"),
-                  rows_table((*table_columns(), *_TRUST), [with_trust(row) for row in run.rows],
-                             ("batch_size", "status")),
+                  rows_table((*without_repeats(table_columns(), run.rows), *_TRUST),
+                             [with_trust(row) for row in run.rows], ("batch_size", "status")),
                   paragraph(step_text(run), "note"),
                   left_out_note([str(row.get("error")) for row in run.invalid_rows()], "invalid result{s} (shaded)",
                                 "the figure, and the run out of the comparisons")]

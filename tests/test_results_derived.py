@@ -30,6 +30,8 @@ def test_the_workers_own_figures_are_read_as_measured() -> None:
     on_a_gpu = work_values(RATE, 32.0, FLOPS, Peak(989e12, "H100 SXM, bf16"))
     on_the_cpu = work_values(RATE, 32.0, FLOPS, Peak(None, "the CPU"))
     assert read(BERT, **on_a_gpu) == (Status.OK, None) and 0 < on_a_gpu["mfu"] < 1
+    recomputed = work_values(RATE, 32.0, FLOPS, Peak(989e12, "H100 SXM, bf16"), 1.3 * FLOPS)
+    assert read(BERT, **recomputed, hardware_flops_per_sample=1.3 * FLOPS) == (Status.OK, None)
     assert read(BERT, **on_the_cpu) == (Status.OK, None)
     assert read(RESNET, **work_values(RATE, None, FLOPS, Peak(None, "the CPU"))) == (Status.OK, None)
     assert read({**BERT, "params": {}}, tokens_per_sec=123.0) == (Status.OK, None)  # no length recorded: no check
@@ -42,6 +44,10 @@ def test_the_workers_own_figures_are_read_as_measured() -> None:
     (BERT, {"achieved_flops": 1e6, "train_flops_per_sample": FLOPS}, "not samples_per_sec x train_flops_per_sample"),
     (BERT, {"tokens_per_sec": 31 * RATE * 32}, "not samples_per_sec x 32 tokens per sample (8000)"),
     (RESNET, {"tokens_per_sec": 100.0}, "on a workload without tokens (resnet50)"),
+    (BERT, {"hfu": 1.5, "peak_flops": 1e12}, "results[0].hfu is 1.5: above 1"),
+    (BERT, {"hfu": 0.2, "peak_flops": None}, "results[0].hfu is 0.2 with no peak_flops"),
+    (BERT, {"hfu": 0.2, "peak_flops": 1e12, "hardware_flops_per_sample": 1e6},
+     "not samples_per_sec x hardware_flops_per_sample / peak_flops"),
 ])
 def test_a_figure_that_does_not_follow_from_the_rate_is_invalid(header: dict[str, Any], values: dict[str, Any],
                                                                  named: str) -> None:

@@ -57,6 +57,16 @@ def derived_problem(header: Mapping[str, Any], values: Mapping[str, Any], where:
             return f"{where}.mfu is {values['mfu']!r} with no peak_flops to measure it against"
         if achieved is not None and mfu is not None and not _close(mfu, achieved / peak):
             return f"{where}.mfu is {values['mfu']!r}, not achieved_flops / peak_flops ({achieved / peak:.6g})"
+    hfu, hardware = _number(values.get("hfu")), _number(values.get("hardware_flops_per_sample"))
+    if values.get("hfu") is not None:
+        if hfu is not None and hfu > 1.0:
+            return f"{where}.hfu is {values['hfu']!r}: above 1, more than the peak it is measured against"
+        if peak is None or not peak > 0:
+            return f"{where}.hfu is {values['hfu']!r} with no peak_flops to measure it against"
+        if hfu is not None and rate is not None and hardware is not None and \
+                not _close(hfu, rate * hardware / peak):
+            return (f"{where}.hfu is {values['hfu']!r}, not samples_per_sec x hardware_flops_per_sample / peak_flops "
+                    f"({rate * hardware / peak:.6g})")
     per_sample = _number(values.get("train_flops_per_sample"))
     if achieved is not None and rate is not None and per_sample is not None and \
             not _close(achieved, rate * per_sample):

@@ -1,5 +1,6 @@
-"""benchmarks/gpu_check: the orchestration (goals, merge of parts, table, budgets) without subprocesses, and one CPU
-smoke run of all three parts end to end (the check CI runs for lack of a GPU)."""
+"""benchmarks/gpu_check: the orchestration (goals, merge of parts, table, budgets, part 4's Llama commands and
+readers) without subprocesses, and one CPU smoke run of all four parts end to end (the check CI runs for lack of a
+GPU)."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def test_table_rows_show_not_run_failed_and_measured_figures() -> None:
 
 
 def test_each_part_fits_its_time_budget_and_ncu_leaves_the_clocks_alone(tmp_path: Path) -> None:
-    for number in (1, 2, 3):
+    assert {step.part for step in plan.steps()} == set(plan.PARTS) == {1, 2, 3, 4}
+    for number in plan.PARTS:
         assert sum(step.budget_s for step in plan.part_steps(number)) <= plan.PART_BUDGET_S <= 8.5 * 60
     ctx = plan.Context("cuda", tmp_path, "python3")
     ncu = next(step for step in plan.steps() if step.name == "ncu").commands(ctx)[0]
@@ -84,6 +86,106 @@ def test_each_part_fits_its_time_budget_and_ncu_leaves_the_clocks_alone(tmp_path
     assert {"--precision", "bf16", "--channels-last"} <= set(ncu)
     names = [step.name for step in plan.steps()]
     assert len(names) == len(set(names)) and {f"workload_{w}" for w in plan.WORKLOADS} <= set(names)
+
+
+def option(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def test_part_4_runs_llama_1b_in_bf16_on_the_gpu_and_the_tiny_llama_on_the_cpu(tmp_path: Path) -> None:
+    """Part 4: Llama-3.2-1B, bf16, 8,192 tokens, the reference optimizer (none named), with and without activation
+    checkpointing, then the largest batch without; each worker given up inside its step's budget."""
+    names = [step.name for step in plan.part_steps(4)]
+    assert names == ["llama_1b_none", "llama_1b_full", "llama_1b_max_batch"]
+    gpu, cpu = plan.Context("cuda", tmp_path, "python3"), plan.Context("cpu", tmp_path, "python3")
+    for step in plan.part_steps(4):
+        (argv,) = step.commands(gpu)
+        assert argv[:5] == ["python3", "-m", "trainbench", "throughput", "--framework"]
+        assert [option(argv, name) for name in ("--workload", "--size", "--seq-len", "--device", "--precision")] == \
+            ["llama", "1b", "8192", "cuda", "bf16"]
+        assert "--optimizer" not in argv and "--memory-limit" not in argv
+        assert option(argv, "--output") == str(tmp_path / "runs" / step.name)
+        timeout = int(option(argv, "--timeout"))
+        assert timeout + 30 <= step.budget_s  # one hung worker cannot eat the step, a slow one has room to finish
+        (small,) = step.commands(cpu)
+        assert [option(small, name) for name in ("--size", "--device", "--precision", "--steps")] == \
+            ["tiny", "cpu", "fp32", "1"]
+        assert "--seq-len" not in small and "--timeout" not in small
+        assert step.needs == ("package:transformers",) and step.ok_codes == (0, 1)
+    none, full, search = (step.commands(gpu)[0] for step in plan.part_steps(4))
+    assert (option(none, "--activation-checkpointing"), option(full, "--activation-checkpointing")) == ("none", "full")
+    assert option(none, "--batch-sizes") == option(full, "--batch-sizes") == "4,2,1"
+    assert (option(none, "--warmup"), option(none, "--steps")) == ("2", "5")
+    assert "--max-batch" in search and option(search, "--activation-checkpointing") == "none"
+    assert option(search, "--batch-sizes") == "4"  # the search's start: 8 should not fit an H200 without checkpointing
+    small_search = plan.part_steps(4)[2].commands(cpu)[0]
+    assert (option(small_search, "--batch-sizes"), option(small_search, "--memory-limit")) == ("1", "1MiB")
+
+
+def llama_row(batch: int, status: str = "ok", checkpointing: str = "full", **values: Any) -> dict[str, Any]:
+    measured = {"tokens_per_sec": 8192.0 * batch, "mfu": 0.3, "hfu": 0.4, "peak_memory_bytes": 30 * 2**30 * batch,
+                "hardware_flops_per_sample": 1.2e14, "train_flops_per_sample": 9e13} if status == "ok" else {}
+    return {"batch_size": batch, "status": status, "activation_checkpointing": checkpointing,
+            "error": None if status == "ok" else "it broke", **measured, **values}
+
+
+def write_run(folder: Path, rows: list[dict[str, Any]], verdict: dict[str, Any] | None = None) -> None:
+    run_dir = folder / "20260101-000000_torch_bf16_cuda"
+    run_dir.mkdir(parents=True)
+    (run_dir / "summary.json").write_text(json.dumps({"params": {"seq_len": 8192}, "results": rows}))
+    if verdict is not None:
+        (run_dir / "max_batch.json").write_text(json.dumps(verdict))
+
+
+def test_a_llama_batch_out_of_memory_is_a_finding_and_an_error_fails_the_step(tmp_path: Path) -> None:
+    ctx = plan.Context("cuda", tmp_path, sys.executable)
+    step = next(step for step in plan.steps() if step.name == "llama_1b_full")
+    write_run(ctx.folder("llama_1b_full"), [llama_row(4, "oom"), llama_row(2), llama_row(1, "error")])
+    figures = step.read(ctx, "")
+    info = figures.pop("info")
+    assert figures == {
+        "llama_1b_full_tokens_per_sec_b2": 16384.0, "llama_1b_full_mfu_b2": 0.3, "llama_1b_full_hfu_b2": 0.4,
+        "llama_1b_full_peak_memory_bytes_b2": 60 * 2**30, "llama_1b_full_hardware_flops_per_sample": 1.2e14,
+        **{f"llama_1b_full_{name}_b4": "oom" for name in ("tokens_per_sec", "mfu", "hfu", "peak_memory_bytes")},
+        "failure": "failed: batch 1: error: it broke"}
+    assert info["train_flops_per_sample"] == 9e13 and info["params"] == {"seq_len": 8192}
+    assert set(step.expected) >= set(figures) - {"failure"}  # every figure a GPU run reads has its row
+    other = plan.Context("cuda", tmp_path / "other", sys.executable)  # a row measured without checkpointing
+    write_run(other.folder("llama_1b_full"), [llama_row(2, checkpointing="none")])
+    with pytest.raises(plan.StepFailure, match="ran with --activation-checkpointing none, not full"):
+        step.read(other, "")
+
+
+def verdict(largest: int | None, complete: bool = True, stopped: str | None = None) -> dict[str, Any]:
+    fit = None if largest is None else {"batch_size": largest, "samples_per_sec": 1.0, "peak_memory_bytes": 120 * 2**30,
+                                        "peak_memory_kind": "torch.cuda.max_memory_allocated"}
+    return {"format": 6, "memory_limit_bytes": None, "start": 4, "complete": complete, "largest_fit": fit,
+            "first_no_fit": None, "stopped": stopped, "capped": False,
+            "tries": [{"batch_size": 4, "fits": largest is not None, "status": "ok" if largest else "oom",
+                       "peak_memory_bytes": None, "why": None if largest else "oom"}]}
+
+
+def test_the_max_batch_step_reads_the_verdict_and_a_search_cut_short_says_only_what_fits(tmp_path: Path) -> None:
+    step = next(step for step in plan.steps() if step.name == "llama_1b_max_batch")
+    ended = plan.Context("cuda", tmp_path / "ended", sys.executable)
+    write_run(ended.folder(step.name), [llama_row(4, checkpointing="none"), llama_row(8, "oom", "none")], verdict(4))
+    figures = step.read(ended, "")
+    assert figures["info"]["tries"] == [[4, True, "ok"]] and figures["info"]["complete"]
+    del figures["info"]
+    assert figures == {"llama_1b_max_batch_none": 4, "llama_1b_max_batch_none_peak_memory_bytes": 120 * 2**30,
+                       "llama_1b_max_batch_none_tokens_per_sec": 32768.0, "llama_1b_max_batch_none_mfu": 0.3}
+    assert set(figures) == set(step.expected)
+    cut = plan.Context("cuda", tmp_path / "cut", sys.executable)
+    write_run(cut.folder(step.name), [llama_row(4, checkpointing="none")],
+              verdict(4, complete=False, stopped="batch size 8: error: timed out after 75 s"))
+    figures = step.read(cut, "")
+    assert (figures["llama_1b_max_batch_none_at_least"], figures["failure"]) == \
+        (4, "failed: the search did not end: batch size 8: error: timed out after 75 s")
+    assert "llama_1b_max_batch_none" not in figures
+    nothing = plan.Context("cpu", tmp_path / "nothing", sys.executable)
+    write_run(nothing.folder(step.name), [llama_row(4, "oom", "none")], verdict(None))
+    assert {name: value for name, value in step.read(nothing, "").items() if name != "info"} == \
+        {"llama_1b_max_batch_none": 0}
 
 
 def test_first_error_line_and_the_commands_a_reader_retypes() -> None:
@@ -149,9 +251,9 @@ SKIPPED = ("variability", "workload_bert", "workload_gpt2", "workload_retinanet"
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # every command of the three parts, tiny: about 12 minutes on a loaded 2-core machine
+@pytest.mark.timeout(1800)  # every command of the four parts, tiny: about 12 minutes on a loaded 2-core machine
 def test_cpu_smoke_run_of_all_parts_records_every_step(tmp_path: Path) -> None:
-    """All three parts on the CPU, with the eager step broken on purpose: it is recorded with its first error line
+    """All four parts on the CPU, with the eager step broken on purpose: it is recorded with its first error line
     and the next step still runs; GPU-only steps are "not run: no GPU", skipped ones "not run: --skip"; a second run
     into the folder is refused."""
     output = tmp_path / "check"
@@ -160,7 +262,7 @@ def test_cpu_smoke_run_of_all_parts_records_every_step(tmp_path: Path) -> None:
                            *skips], cwd=REPO, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]  # 1: the broken step failed
     record = json.loads((output / "gpu_check.json").read_text())
-    assert set(record["parts"]) == {"1", "2", "3"}
+    assert set(record["parts"]) == {"1", "2", "3", "4"}
     assert list(record["steps"]) == [step.name for step in plan.steps()]
     for step in plan.steps():
         status = record["steps"][step.name]["status"]
@@ -180,10 +282,19 @@ def test_cpu_smoke_run_of_all_parts_records_every_step(tmp_path: Path) -> None:
     assert record["steps"]["loaders"]["figures"]["loader_cpu_of_synthetic"] > 0
     assert record["steps"]["telemetry"]["figures"]["sampler_ratio_b2"] > 0
     assert record["steps"]["environment"]["info"]["packages"]["torch"]
+    for checkpointing in ("none", "full"):  # part 4: the tiny Llama at batch 2, its peak the worker's resident set
+        figures = record["steps"][f"llama_1b_{checkpointing}"]["figures"]
+        assert figures[f"llama_1b_{checkpointing}_tokens_per_sec_b2"] > 0
+        assert figures[f"llama_1b_{checkpointing}_peak_memory_bytes_b2"] > 2**20
+    assert record["steps"]["llama_1b_full"]["figures"]["llama_1b_full_hardware_flops_per_sample"] > 0
+    # The search under a 1 MiB limit: batch 1 is over it, so nothing fits after one try.
+    assert record["steps"]["llama_1b_max_batch"]["figures"] == {"llama_1b_max_batch_none": 0}
+    assert record["steps"]["llama_1b_max_batch"]["info"]["tries"] == [[1, False, "over the limit"]]
     readme = (output / "README.md").read_text()
     for row in ("| sampler_ratio_b2 |", "| energy_over_sampled_b32 | not run: no GPU |", "| ncu_tensor_pct_b32 |",
                 "| loader_gpu_of_synthetic | not run: no GPU |", "| torchrun_ratio_b2 |",
-                "| resnet50_samples_per_sec |"):
+                "| resnet50_samples_per_sec |", "| llama_1b_none_tokens_per_sec_b2 |",
+                "| llama_1b_full_mfu_b4 | not run: no GPU |", "| llama_1b_max_batch_none | 0 |"):
         assert row in readme, row
     assert "- eager: failed: trainbench: throughput: unrecognized arguments: --no-such-option" in readme
     again = subprocess.run([*RUN, "--part", "1", "--device", "cpu", "--output", str(output)], cwd=REPO,

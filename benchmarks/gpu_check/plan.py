@@ -1,8 +1,9 @@
-"""The steps of the three parts: each one's command lines (the suite's CLI and benchmark scripts, never copies of
+"""The steps of the four parts: each one's command lines (the suite's CLI and benchmark scripts, never copies of
 them), its time budget on a GPU, what it needs, and how its figures are read from the files it writes.
 
-GPU sizes are the issue's (bf16, channels-last ResNet-50 at batch 32, 128, 256); ``--device cpu`` keeps every
-command but at tiny sizes (fp32, 32 px, batch 2, one or two steps), the smoke run CI checks.
+GPU sizes are the issue's (bf16, channels-last ResNet-50 at batch 32, 128, 256; part 4: Llama-3.2-1B at 8,192
+tokens); ``--device cpu`` keeps every command but at tiny sizes (fp32, 32 px, batch 2, one or two steps; the tiny
+Llama), the smoke run CI checks.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import gpu_speed
 
 REPO = Path(__file__).resolve().parents[2]
+PARTS = (1, 2, 3, 4)
 PART_BUDGET_S = 510  # the budgets of one part's steps sum to at most this: a part ends well inside 9 minutes
 GPU_BATCHES = (32, 128, 256)
 WORKLOADS = {  # published size; batch per GPU on one H100 (80 GB); needs
@@ -341,6 +343,131 @@ def workload_step(name: str, batch: int, needs: tuple[str, ...]) -> Step:
                 gpu_figures=(f"{name}_joules_per_sample", f"{name}_mfu"), ok_codes=(0, 1))
 
 
+# ---- part 4 ----------------------------------------------------------------------------------------------------
+
+# Llama-3.2-1B (1.24 B parameters) at 8,192 tokens, bf16, fused AdamW (its reference optimizer). Each batch size is a
+# worker of its own: some 20-30 s of start-up before its first step (imports, the model built on the host and copied
+# over, its FLOPs counted and its step probed at the run's batch), then about 0.3-0.75 s a sequence a step on an
+# H100-class GPU. Largest batch first: a step stopped at its budget has kept the figures that matter most.
+LLAMA_BATCHES = (4, 2, 1)
+LLAMA_SEQ_LEN = 8192  # the workload's default at 1b, given so that the command says it
+LLAMA_FIGURES = ("tokens_per_sec", "mfu", "hfu", "peak_memory_bytes")
+LLAMA_GPU_FIGURES = ("mfu", "hfu")  # against a GPU's peak: the CPU's rows have none
+LLAMA_MAX_BATCH_START = 4  # about 20 GB of parameters, gradients and AdamW state, then some 30 GB a sequence
+# On the CPU the peak is the worker's resident set (~800 MiB, hardly moving with a tiny batch), so no limit parts
+# two batch sizes: under 1 MiB the first try (batch 1) is over it and the search ends there, its plumbing run.
+CPU_MEMORY_LIMIT = "1MiB"
+MAX_BATCH_FIGURE = "llama_1b_max_batch_none"
+
+
+def llama_settings(ctx: Context, warmup: int, steps: int, timeout_s: int) -> list[str]:
+    """Llama-3.2-1B, bf16, 8,192 tokens on the GPU (each worker given up after ``timeout_s``); the tiny Llama in
+    fp32, one warm-up and one timed step, on the CPU."""
+    if ctx.gpu:
+        return ["--size", "1b", "--seq-len", str(LLAMA_SEQ_LEN), "--device", "cuda", "--precision", "bf16",
+                "--warmup", str(warmup), "--steps", str(steps), "--timeout", str(timeout_s)]
+    return ["--size", "tiny", "--device", "cpu", "--precision", "fp32", "--warmup", "1", "--steps", "1"]
+
+
+def llama(ctx: Context, checkpointing: str, *args: str) -> list[str]:
+    return trainbench(ctx, "throughput", "--framework", "torch", "--workload", "llama", "--activation-checkpointing",
+                      checkpointing, *args)
+
+
+def ran_with(row: dict[str, Any], checkpointing: str) -> None:
+    """A result measured with other activation checkpointing than the step asked for is no figure of the step."""
+    if row.get("activation_checkpointing") != checkpointing:
+        raise StepFailure(f"failed: batch {row['batch_size']} ran with --activation-checkpointing "
+                          f"{row.get('activation_checkpointing')}, not {checkpointing}")
+
+
+def llama_step(checkpointing: str, budget_s: int, timeout_s: int) -> Step:
+    """``trainbench throughput`` of Llama-3.2-1B at batch 4, 2 and 1 with ``--activation-checkpointing``
+    ``checkpointing``: tokens/s, MFU, HFU and peak memory per batch size (``full``: the hardware FLOPs per sample
+    too, the recomputed forward included). A batch size out of memory is a finding, its figures "oom"."""
+    key = f"llama_1b_{checkpointing}"
+
+    def commands(ctx: Context) -> list[list[str]]:
+        sizes = ",".join(map(str, LLAMA_BATCHES)) if ctx.gpu else "2"
+        return [llama(ctx, checkpointing, *llama_settings(ctx, 2, 5, timeout_s), "--batch-sizes", sizes,
+                      "--output", str(ctx.folder(key)))]
+
+    def read(ctx: Context, stdout: str) -> dict[str, Any]:
+        summary, results = summary_rows(ctx.folder(key))
+        figures: dict[str, Any] = {}
+        failed: list[str] = []
+        for row in sorted(results, key=lambda row: row["batch_size"]):
+            batch = row["batch_size"]
+            if row["status"] == "ok":
+                ran_with(row, checkpointing)
+                figures.update({f"{key}_{name}_b{batch}": row[name] for name in LLAMA_FIGURES
+                                if row.get(name) is not None})  # MFU and HFU only on a GPU of known peak
+            elif row["status"] == "oom":
+                figures.update({f"{key}_{name}_b{batch}": "oom" for name in LLAMA_FIGURES})
+            else:
+                failed.append(f"batch {batch}: {row['status']}: {row.get('error')}")
+        measured = [row for row in results if row["status"] == "ok"]
+        if checkpointing != "none" and measured and measured[0].get("hardware_flops_per_sample") is not None:
+            figures[f"{key}_hardware_flops_per_sample"] = measured[0]["hardware_flops_per_sample"]
+        if failed:  # the other batch sizes' figures stand; the step says which one failed and why
+            figures["failure"] = f"failed: {failed[0]}" + (f" (+{len(failed) - 1} more)" if len(failed) > 1 else "")
+        lead = measured[0] if measured else {}
+        figures["info"] = {
+            "params": summary.get("params"), "optimizer": lead.get("optimizer"),
+            "attention_kernel": lead.get("attention_kernel"), "parameters": lead.get("parameters"),
+            "parameters_held": lead.get("parameters_held"),
+            "train_flops_per_sample": lead.get("train_flops_per_sample"), "flops_note": lead.get("flops_note"),
+            "mfu_note": lead.get("mfu_note"), "peak_memory_kind": lead.get("peak_memory_kind"),
+            "status_by_batch": {row["batch_size"]: row["status"] for row in results}}
+        return figures
+
+    batches_shown = sorted(LLAMA_BATCHES)
+    expected = tuple(f"{key}_{name}_b{batch}" for batch in batches_shown for name in LLAMA_FIGURES)
+    if checkpointing != "none":
+        expected += (f"{key}_hardware_flops_per_sample",)
+    gpu_figures = tuple(f"{key}_{name}_b{batch}" for batch in batches_shown for name in LLAMA_GPU_FIGURES)
+    return Step(key, 4, budget_s, commands, read, needs=("package:transformers",), expected=expected,
+                gpu_figures=gpu_figures, ok_codes=(0, 1))
+
+
+def max_batch_commands(timeout_s: int) -> Commands:
+    def commands(ctx: Context) -> list[list[str]]:
+        search = ["--batch-sizes", str(LLAMA_MAX_BATCH_START)] if ctx.gpu else \
+            ["--batch-sizes", "1", "--memory-limit", CPU_MEMORY_LIMIT]
+        return [llama(ctx, "none", *llama_settings(ctx, 1, 3, timeout_s), "--max-batch", *search,
+                      "--output", str(ctx.folder("llama_1b_max_batch")))]
+    return commands
+
+
+def read_max_batch(ctx: Context, stdout: str) -> dict[str, Any]:
+    """The search's verdict (max_batch.json, written after every try: a search stopped at the step's budget leaves
+    what it found): the largest batch that fits, 0 when not even batch 1 does, with its peak memory, tokens/s and
+    MFU. A search that did not end says only how large a batch is known to fit (``_at_least``)."""
+    path = newest(ctx.folder("llama_1b_max_batch"), "max_batch.json")
+    verdict = json.loads(path.read_text())
+    fit, miss = verdict["largest_fit"], verdict["first_no_fit"]
+    figures: dict[str, Any] = {"info": {
+        "complete": verdict["complete"], "start": verdict["start"], "memory_limit_bytes": verdict["memory_limit_bytes"],
+        "first_no_fit": miss, "stopped": verdict["stopped"],
+        "tries": [[t["batch_size"], t["fits"], t["why"] or t["status"]] for t in verdict["tries"]]}}
+    if not verdict["complete"]:
+        if fit is not None:
+            figures[f"{MAX_BATCH_FIGURE}_at_least"] = fit["batch_size"]
+        figures["failure"] = f"failed: the search did not end: {verdict['stopped'] or 'stopped before its end'}"
+        return figures
+    figures[MAX_BATCH_FIGURE] = fit["batch_size"] if fit is not None else 0
+    if fit is not None:
+        _, results = summary_rows(path.parent)  # every try is a batch result there
+        row = next((row for row in results if row["batch_size"] == fit["batch_size"] and row["status"] == "ok"), None)
+        if row is None:
+            raise StepFailure(f"failed: summary.json has no result for the largest fit, batch {fit['batch_size']}")
+        ran_with(row, "none")
+        found = {"peak_memory_bytes": fit["peak_memory_bytes"], "tokens_per_sec": row.get("tokens_per_sec"),
+                 "mfu": row.get("mfu")}
+        figures.update({f"{MAX_BATCH_FIGURE}_{name}": value for name, value in found.items() if value is not None})
+    return figures
+
+
 def steps() -> list[Step]:
     telemetry_figures = tuple(f"energy_over_sampled_b{batch}" for batch in GPU_BATCHES)
     return [
@@ -366,6 +493,12 @@ def steps() -> list[Step]:
              expected=("nsys_gpu_busy_fraction_b32",)),
         Step("variability", 3, 90, variability_commands, read_variability, expected=("variability_cv_pct_b128",)),
         *(workload_step(name, batch, needs) for name, (batch, needs) in WORKLOADS.items()),
+        llama_step("none", 160, 90),  # the part's first worker may also meet a cold disk (torch's first import)
+        llama_step("full", 170, 90),
+        Step("llama_1b_max_batch", 4, 175, max_batch_commands(75), read_max_batch, needs=("package:transformers",),
+             expected=tuple(f"{MAX_BATCH_FIGURE}{suffix}" for suffix in
+                            ("", "_peak_memory_bytes", "_tokens_per_sec", "_mfu")),
+             gpu_figures=(f"{MAX_BATCH_FIGURE}_mfu",), ok_codes=(0, 1)),
     ]
 
 

@@ -1,8 +1,8 @@
-"""Every GPU check of the suite in at most three commands, each under 9 minutes, with figures a reader can trust.
+"""Every GPU check of the suite in at most four commands, each under 9 minutes, with figures a reader can trust.
 
 From the repository root, with the machine's own Python and packages (benchmarks/gpu_check/README.md):
 
-    PYTHONPATH=source python3 benchmarks/gpu_check/run.py --part 1|2|3|all [--output DIR] [--device cuda|cpu]
+    PYTHONPATH=source python3 benchmarks/gpu_check/run.py --part 1|2|3|4|all [--output DIR] [--device cuda|cpu]
 
 Each step is a subprocess with its own time budget (plan.py); its result or its failure (the first error line) is
 recorded and the next step runs. The parts merge into DIR/gpu_check.json (a part already there is refused, never
@@ -226,7 +226,7 @@ def run_part(part: int, ctx: plan.Context, broken: set[str], command: str,
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--part", choices=["1", "2", "3", "all"], required=True)
+    parser.add_argument("--part", choices=[*map(str, plan.PARTS), "all"], required=True)
     parser.add_argument("--output", type=Path, help="default benchmarks/results/<gpu>_<date>/")
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--scratch", type=Path, help="where the generated JPEGs and TFRecords go (default: a new "
@@ -240,7 +240,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    parts = [1, 2, 3] if args.part == "all" else [int(args.part)]
+    parts = list(plan.PARTS) if args.part == "all" else [int(args.part)]
     try:
         names = {step.name for step in plan.steps()}
         for option, asked in (("--break", args.broken), ("--skip", args.skip)):

@@ -164,19 +164,18 @@ class _Parts:
     autocast_dtype: torch.dtype | None
 
 
-def _network(model_config: ModelConfig, device: str, recompute: bool = True,
-             sharded: bool = False) -> tuple[TorchBuilder, nn.Module]:
-    """The workload's builder and its network on ``device`` from the seed, its blocks checkpointed as asked
-    (``recompute``: False leaves that to the caller, which counts the network's FLOPs first). ``sharded`` (FSDP):
-    left on the host, where it was made; ``fully_shard`` moves each block to the device as it shards it, so the
-    whole network is never on one device, and its weights are the ones a replica starts from."""
+def _network(model_config: ModelConfig, device: str, sharded: bool = False) -> tuple[TorchBuilder, nn.Module]:
+    """The workload's builder and its network from the seed, its blocks checkpointed as asked: made on ``device``
+    (its weights initialised there: the host's single thread took 20 s for Llama 1B), or, ``sharded`` (FSDP), on the
+    host, where ``fully_shard`` moves each block to the device as it shards it, so the whole network is never on one
+    device and its weights are the ones a replica on the CPU starts from."""
     torch.manual_seed(model_config.seed)
     builder = builder_of(model_config)
-    network = builder.build(model_config)
+    with torch.device("cpu" if sharded else device):
+        network = builder.build(model_config)
     if not sharded:
-        network = network.to(device)  # .to keeps a channels_last layout the builder chose
-    if recompute:
-        parallel.recompute_blocks(builder, network, model_config)
+        network = network.to(device)  # anything a builder made on the host explicitly; keeps a channels_last layout
+    parallel.recompute_blocks(builder, network, model_config)
     return builder, network
 
 
@@ -332,7 +331,7 @@ class _Runner:
         rank, _, world = process_place()
         learning_rate = config.optimizer.learning_rate(config.batch_size * world)
         sharded = self._distributed and model.shard == "fsdp"
-        builder, network = _network(model, device, recompute=False, sharded=sharded)
+        builder, network = _network(model, device, sharded=sharded)
         self._cuda = torch.device(device).type == "cuda"
         # --loader gpu prepares the next batches on a stream of its own: syncing the step's stream alone keeps that
         # prefetch out of --sync-every-step's step times (each step waits for its own batch already).
@@ -345,30 +344,24 @@ class _Runner:
         tokens = model.spec.tokens_per_sample(model.params())
         self.tokens_per_step: int | None = None if tokens is None else config.batch_size * tokens
         self.parameters: int = sum(p.numel() for p in network.parameters() if p.requires_grad)
-        # Counted and probed once per batch size, outside every window, never through compile or a graph: the model's
-        # FLOPs before the blocks are checkpointed; the hardware's (the recomputed forward too), the memory, attention
-        # and host-sync probe after, on the network as the step holds it. Under FSDP nothing runs on the whole
-        # network (a model that needs sharding need not fit one device with its gradients): the model's FLOPs are
-        # the meta device's count (the same count), the rest runs on the shards.
+        # Counted and probed once per batch size, outside every window, never through compile or a graph, on the
+        # network as the step holds it (its blocks checkpointed, its shards), so nothing runs that the step would not
+        # fit: the hardware's FLOPs (a checkpointed block's forward again), the memory, the attention kernel, the
+        # host syncs. The model's FLOPs are that count where nothing is recomputed or sharded; else the meta device's
+        # count of the plain network (the same count: tests/test_sharding.py), which the step might not fit.
         probed, smoothing = self._probe_batch(config, builder, device), config.optimizer.label_smoothing
         device_type, dtype = torch.device(device).type, _AUTOCAST_DTYPES[model.precision]
 
         def autocast() -> torch.autocast:
             return _autocast(device_type, dtype)
 
-        def counted() -> tuple[float | None, str]:
-            return flops.train_flops_per_sample(builder, network, probed, config.batch_size, smoothing, autocast)
-
-        if sharded:
+        self._parts = _build(model, config.optimizer, learning_rate, device, self._distributed, (builder, network))
+        self.hardware_flops_per_sample, self.flops_note = flops.train_flops_per_sample(
+            builder, network, probed, config.batch_size, smoothing, autocast)
+        self.train_flops_per_sample = self.hardware_flops_per_sample
+        if sharded or model.activation_checkpointing != "none":
             counts = meta_counts.count(model)
             self.train_flops_per_sample, self.flops_note = counts.train_flops_per_sample, counts.note
-        else:
-            self.train_flops_per_sample, self.flops_note = counted()
-        recomputed = parallel.recompute_blocks(builder, network, model)
-        self._parts = _build(model, config.optimizer, learning_rate, device, self._distributed, (builder, network))
-        self.hardware_flops_per_sample = self.train_flops_per_sample
-        if recomputed and self.train_flops_per_sample is not None:
-            self.hardware_flops_per_sample = counted()[0]
         self._probe = probe_step(builder, network, probed, smoothing, autocast)
         self._train_step = self._parts.step
         self.parameters_held: int = parallel.held_parameters(network)

@@ -290,10 +290,10 @@ def train_data_problem(model: ModelConfig) -> str | None:
             f"(drop --data); measure it on real data with 'throughput --workload {workload} --data DIR'")
 
 
-# A choice only PyTorch's engine makes, other than its default: the same refusal as a framework's flag.
-TORCH_CHOICES: dict[str, str] = {
-    "activation_checkpointing": "TensorFlow's engine keeps every activation",
-    "shard": "TensorFlow's MirroredStrategy keeps a replica of every variable on each GPU",
+# A choice only one framework's engine makes (a value other than its default): refused as a framework's flag is.
+FRAMEWORK_CHOICES: dict[str, tuple[Framework, str]] = {
+    "activation_checkpointing": ("torch", "TensorFlow's engine keeps every activation"),
+    "shard": ("torch", "TensorFlow's MirroredStrategy keeps a replica of every variable on each GPU"),
 }
 
 
@@ -301,9 +301,10 @@ def _framework_flag_problems(model: ModelConfig) -> list[str]:
     flags = [f"--{flag.replace('_', '-')} is {capabilities_of(owner).title}'s (--framework {owner}); {hint}"
              for flag, (owner, hint) in FRAMEWORK_FLAGS.items()
              if getattr(model, flag) and model.framework != owner]
-    return flags + [f"--{name.replace('_', '-')} {getattr(model, name)} is PyTorch's (--framework torch); {hint}"
-                    for name, hint in TORCH_CHOICES.items()
-                    if model.framework != "torch" and getattr(model, name) != field_default(ModelConfig, name)]
+    return flags + [f"--{name.replace('_', '-')} {getattr(model, name)} is {capabilities_of(owner).title}'s "
+                    f"(--framework {owner}); {hint}"
+                    for name, (owner, hint) in FRAMEWORK_CHOICES.items()
+                    if model.framework != owner and getattr(model, name) != field_default(ModelConfig, name)]
 
 
 def step_mode_problem(model: ModelConfig, device: str) -> str | None:

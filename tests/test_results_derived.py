@@ -45,6 +45,7 @@ def test_the_workers_own_figures_are_read_as_measured() -> None:
     (BERT, {"tokens_per_sec": 31 * RATE * 32}, "not samples_per_sec x 32 tokens per sample (8000)"),
     (RESNET, {"tokens_per_sec": 100.0}, "on a workload without tokens (resnet50)"),
     (BERT, {"hfu": 1.5, "peak_flops": 1e12}, "results[0].hfu is 1.5: above 1"),
+    ({**BERT, "sample_unit": "image"}, {}, "results[0]: the file's sample_unit is 'image', but bert counts sequences"),
     (BERT, {"hfu": 0.2, "peak_flops": None}, "results[0].hfu is 0.2 with no peak_flops"),
     (BERT, {"hfu": 0.2, "peak_flops": 1e12, "hardware_flops_per_sample": 1e6},
      "not samples_per_sec x hardware_flops_per_sample / peak_flops"),

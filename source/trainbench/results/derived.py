@@ -1,5 +1,6 @@
 """Figures derived from others, checked where a run is read: a file whose MFU, achieved FLOP/s or tokens/s does not
-follow from its own rate is no measurement of them.
+follow from its own rate is no measurement of them; one whose sample unit is not its workload's (a BERT run whose
+rates are said to count images) has rates of no known unit.
 
 The worker computes them (``bench.work``): tokens/s = samples/s x the workload's tokens per sample (its sequence
 length x its token streams), achieved FLOP/s = samples/s x train FLOPs per sample, MFU = achieved / peak and only
@@ -46,8 +47,24 @@ def _tokens_per_sample(header: Mapping[str, Any]) -> tuple[bool, float | None]:
     return True, float(workload.tokens_per_sample({workload.tokens_param: int(length)}) or 0)
 
 
+def _unit_problem(header: Mapping[str, Any]) -> str | None:
+    """Why the header's sample unit is not its workload's (a BERT run's rates said to count images), or None."""
+    unit = header.get("sample_unit")
+    try:
+        workload = workloads.get(str(header.get("workload", workloads.DEFAULT)))
+    except UsageError:
+        return None
+    if unit is None or unit == workload.sample_unit:
+        return None
+    return (f"the file's sample_unit is {unit!r}, but {workload.name} counts {workload.sample_unit}s: what its "
+            "samples/s count is unknown")
+
+
 def derived_problem(header: Mapping[str, Any], values: Mapping[str, Any], where: str) -> str | None:
-    """Why an ok result's derived figures do not follow from its rate (``where`` names it), or None."""
+    """Why an ok result's derived figures do not follow from its rate (``where`` names it), or None; or why its rate
+    has no known unit."""
+    if problem := _unit_problem(header):
+        return f"{where}: {problem}"
     rate = _number(values.get("samples_per_sec"))
     mfu, peak, achieved = (_number(values.get(name)) for name in ("mfu", "peak_flops", "achieved_flops"))
     if values.get("mfu") is not None:

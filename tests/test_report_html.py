@@ -597,3 +597,56 @@ def test_the_page_renders_in_a_headless_browser(tmp_path: Path) -> None:
     not_white = (pixels < 0.9).any(axis=2)
     assert not_white.mean() > 0.02  # text, tables and the figure drawn
     assert not_white[:, 700:].any()  # the tables and the figure reach the right half
+
+
+def test_every_table_sits_in_a_box_that_scrolls_inside_the_page(tmp_path: Path) -> None:
+    """A run's table is wider than a laptop's window: every table is inside a div.wide box that scrolls (both ways,
+    at most 85 % of the window high, so its sideways scrollbar is on the screen with the table's top)."""
+    throughput_run(tmp_path / "a", data="/data/x")
+    throughput_run(tmp_path / "b", framework="tf")
+    text = write_report([tmp_path], tmp_path / "report.html").read_text()
+    tables = text.count("<table")
+    assert tables >= 4 and text.count('<div class="wide"><table>') == tables
+    assert "div.wide{overflow:auto;max-width:100%;max-height:85vh}" in text
+
+
+PROBE = """<script>(() => { const out = {page: document.documentElement.scrollWidth, window: innerWidth,
+height: innerHeight, tables: []}; document.querySelectorAll('table').forEach(t => { const box = t.parentElement;
+out.tables.push({box: box.className, overflow: getComputedStyle(box).overflowX,
+right: box.getBoundingClientRect().right, boxHeight: box.clientHeight, width: t.getBoundingClientRect().width,
+client: box.clientWidth, scroll: box.scrollWidth});
+}); const pre = document.createElement('pre'); pre.id = 'probe'; pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre); })();</script>"""
+
+
+@pytest.mark.slow
+def test_no_table_reaches_past_the_page_in_a_browser(tmp_path: Path) -> None:
+    """Chromium at a laptop's 1280 px: the page is no wider than the window; every table's box ends inside it, and
+    a table wider than its box scrolls inside it (its box's scroll width holds it) with the scrollbar on screen."""
+    if browser() is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but no chromium is on PATH (make test installs it as root)")
+        pytest.skip("no chromium to render the page (apt-get install chromium)")
+    throughput_run(tmp_path / "a", data="/data/x")
+    throughput_run(tmp_path / "b", framework="tf")
+    path = write_report([tmp_path], tmp_path / "report.html")
+    probed = tmp_path / "probed.html"
+    probed.write_text(path.read_text().replace("</body>", PROBE + "</body>"))
+    done = subprocess.run([str(browser()), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={tmp_path / 'chromium-profile'}", "--window-size=1280,800",
+                           "--dump-dom", probed.resolve().as_uri()], capture_output=True, text=True, timeout=120,
+                          check=False)
+    found = re.search(r'<pre id="probe">(.*?)</pre>', done.stdout, re.S)
+    assert found, done.stderr[-500:]
+    import html
+
+    probe = json.loads(html.unescape(found[1]))
+    assert probe["page"] <= probe["window"]
+    assert len(probe["tables"]) >= 4
+    for table in probe["tables"]:
+        assert table["box"] == "wide" and table["overflow"] == "auto", table
+        assert table["right"] <= probe["window"], table
+        assert table["scroll"] >= table["width"] - 1, table  # all of it reachable by scrolling the box
+        assert table["boxHeight"] <= 0.85 * probe["height"] + 1, table
+    assert any(table["width"] > table["client"] for table in probe["tables"])  # a run's table: wider, scrolled

@@ -136,9 +136,10 @@ def test_headline_and_ranking_csv_hold_the_run_folders_numbers(tmp_path: Path,
     assert f"ResNet-50 at 64 px on cpu: best {best_rate:.4g} images/s (spread" in text
     assert f"with {best_name} fp32 batch {best_batch}" in text
     assert f"{best_rate / slowest[2]:.3g} x the slowest of its 4 settings" in text
-    # the constant settings, said once; files without the step's settings say so (unknown, not "highest")
-    assert ("All rows: fp32, on cpu, 64 px, synthetic data, matmul precision not recorded, optimizer not recorded, "
-            "1 process.") in text
+    # the constant settings, said once; files without the step's settings say so (unknown, not "highest"); files
+    # without a size ran the full network (results.header.BEFORE_SIZES)
+    assert ("All rows: fp32, on cpu, full size, 64 px, synthetic data, matmul precision not recorded, optimizer not "
+            "recorded, 1 process.") in text
     shown = page.table("headline", "rank")
     assert [(row["source"], row["framework"], row["batch size"]) for row in shown] == \
         [(name, name, str(batch)) for name, batch, _ in expected]
@@ -285,3 +286,55 @@ def test_a_campaign_row_without_its_run_s_header_takes_the_step_from_its_axes_an
     found = campaign_rows(Campaign(tmp_path, table, campaign_summary(table)))  # no run's summary: runs={}
     assert [(row["activation_checkpointing"], row["shard"]) for row in found] == [("none", "ddp"), ("full", "ddp"),
                                                                                    ("none", "fsdp")]
+
+
+# --- the size column: never empty where the size can be known -------------------------------------------------
+
+
+def old_run(folder: Path, fmt: int, model: dict[str, Any], rates: tuple[float, ...] = (100.0, 180.0)) -> Path:
+    """A summary.json as the suite wrote it before sizes (format 1: no format key; 3: the last without a header
+    size): ResNet-50's header with its settings inside ``model`` too, one ok row per batch size."""
+    folder.mkdir(parents=True)
+    header = {"framework": "torch", "precision": "fp32", "image_size": model.get("image_size", 224),
+              "data": "synthetic", "device": "cpu", "model": {"framework": "torch", "precision": "fp32",
+                                                              "device": "cpu", **model},
+              "warmup_steps": 1, "timed_steps": STEPS}
+    rate = "images_per_sec" if fmt < 3 else "samples_per_sec"  # formats 1 and 2 counted images
+    rows = [{"batch_size": 8 * (index + 1), "status": "ok", rate: value} for index, value in enumerate(rates)]
+    (folder / "summary.json").write_text(json.dumps({**({"format": fmt} if fmt > 1 else {}), **header,
+                                                     "results": rows}))
+    return folder
+
+
+def test_files_from_before_sizes_rank_as_full_and_a_recorded_size_as_recorded(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ranking.csv's size is never empty for a run whose size is known: a summary from before sizes existed (no
+    size at the top or in its model) ran the published ResNet-50, "full" (at its own image size: a 64 px run
+    stays full at 64 px); one whose model records a size (the last format-3 files) reads it."""
+    old_run(tmp_path / "runs" / "format1", 1, {"image_size": 224})
+    old_run(tmp_path / "runs" / "format3_64px", 3, {"image_size": 64, "num_classes": 10})
+    old_run(tmp_path / "runs" / "format3_tiny", 3, {"image_size": 64, "size": "tiny"})
+    done = report_command(capsys, str(tmp_path / "runs"), "-o", str(tmp_path / "r.html"))
+    assert done.returncode == 0, done.stderr
+    with open(tmp_path / "ranking.csv", newline="") as file:
+        sizes = {(row["source"], row["batch_size"]): (row["size"], row["image_size"]) for row in csv.DictReader(file)}
+    assert sizes == {("format1", "8"): ("full", "224"), ("format1", "16"): ("full", "224"),
+                     ("format3_64px", "8"): ("full", "64"), ("format3_64px", "16"): ("full", "64"),
+                     ("format3_tiny", "8"): ("tiny", "64"), ("format3_tiny", "16"): ("tiny", "64")}
+
+
+def test_a_campaign_row_without_its_run_s_header_takes_its_size_axis_else_the_matrix_s_default(
+        tmp_path: Path) -> None:
+    """A campaign run whose summary cannot be read: its size is the matrix's axis (results.csv's column, empty for a
+    run of an experiment without it) or, without the axis, the matrix's default, full: what ran, never empty."""
+    def rows(sizes: list[str | None]) -> pd.DataFrame:
+        made = [{"config": f"c{index}", "experiment": index, "run_folder": f"run_0_c{index}_ret_0",
+                 "framework": "torch", "precision": "fp32", "batch_size": 8, "status": "ok",
+                 "samples_per_sec": 100.0 + index, **({} if size == "no axis" else {"size": size})}
+                for index, size in enumerate(sizes)]
+        return pd.DataFrame(made)
+
+    for sizes, expected in (([None, "tiny", "full"], ["full", "tiny", "full"]), (["no axis"], ["full"])):
+        table = rows(sizes)
+        found = campaign_rows(Campaign(tmp_path, table, campaign_summary(table)))  # no run's summary: runs={}
+        assert [row["size"] for row in found] == expected

@@ -158,3 +158,10 @@ def test_what_runs_before_format_6_ran_is_the_model_configuration_s_defaults() -
     """results.header cannot import config (a lower layer): its copy of the defaults must stay theirs."""
     assert {name: field_default(ModelConfig, name) for name in STEP_SINCE_6} == BEFORE_FORMAT_6
     assert STEP[-len(STEP_SINCE_6):] == STEP_SINCE_6
+
+
+def test_a_header_without_a_sample_unit_reads_its_workloads() -> None:
+    # A hand-made or partial BERT header counts sequences, not images; one naming no workload is ResNet-50's.
+    assert RunHeader.read({"workload": "bert"}).sample_unit == "sequence"
+    assert RunHeader.read({}).sample_unit == "image"
+    assert RunHeader.read({"workload": "bert", "sample_unit": "sequence"}).sample_unit == "sequence"

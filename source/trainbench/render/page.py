@@ -2,6 +2,13 @@
 
 Every value goes through ``cell`` or ``html.escape``; pictures become ``data:`` URIs and the style is inline, so
 the page needs nothing but itself: it renders the same offline and can be sent as one file.
+
+Every table is ``table``'s: inside a ``div.wide`` box as wide as the page and at most 85 % of the window high, which
+scrolls both ways (``WIDE``). A run's table has some 25 columns, wider than a laptop's window: its last columns are
+reached by the box's own scrollbar, which the height limit keeps on the screen with the table's top (without it the
+scrollbar sat under rows of 400 px, below the window, and the columns past the page's edge looked cut off); the
+header row stays in view while the box scrolls down. A long text cell (``LONG`` characters: a checks line, a note)
+keeps 14 em rather than shrinking to its longest word, which had made each row that tall.
 """
 
 from __future__ import annotations
@@ -20,12 +27,16 @@ from trainbench.errors import os_reason
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+WIDE = "wide"  # the class of the box every table sits in: it scrolls sideways (and down) inside the page
+LONG = 100  # a text cell this long keeps a readable width (td.long) instead of one word per line
 STYLE = """body{font-family:sans-serif;margin:2em auto;max-width:1300px;padding:0 1em;color:#222}
 h1{font-size:1.6em}h2{border-bottom:1px solid #aaa;padding-bottom:.2em;margin-top:1.8em}
-h3{font-size:1.05em;margin-bottom:.3em}div.wide{overflow-x:auto;max-width:100%}
+h3{font-size:1.05em;margin-bottom:.3em}div.wide{overflow:auto;max-width:100%;max-height:85vh}
+div.wide tr:first-child th{position:sticky;top:0}
 table{border-collapse:collapse;margin:.4em 0 1em;font-size:.82em}
 td,th{border:1px solid #ccc;padding:2px 6px;text-align:right;vertical-align:top}
 th{background:#eee;font-weight:600;max-width:9em}td.text{text-align:left;max-width:42em;overflow-wrap:break-word}
+td.long{min-width:14em}
 p.absent{color:#666;font-style:italic}p.note{color:#444;font-size:.9em}p.warn{color:#a00}
 tr.failed td{background:#fde2e2}
 img{max-width:100%;border:1px solid #ddd;margin:.3em 0}nav{line-height:1.8}nav a{margin-right:1em}
@@ -69,13 +80,20 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], failed: Sequence
     lines = []
     for index, row in enumerate(rows):
         marked = ' class="failed"' if index < len(failed) and failed[index] else ""
-        cells = "".join(f'<td{" class=text" if _is_text(v) else ""}>{cell(v)}</td>' for v in row)
+        cells = "".join(f"<td{_cell_class(v)}>{cell(v)}</td>" for v in row)
         lines.append(f"<tr{marked}>{cells}</tr>")
-    return f'<div class="wide"><table><tr>{head}</tr>{"".join(lines)}</table></div>'
+    return f'<div class="{WIDE}"><table><tr>{head}</tr>{"".join(lines)}</table></div>'
 
 
 def _is_text(value: Any) -> bool:
     return isinstance(value, str | list | tuple)
+
+
+def _cell_class(value: Any) -> str:
+    """Text left-aligned and wrapping; long text (``LONG``) wrapping at a readable width."""
+    if not _is_text(value):
+        return ""
+    return ' class="text long"' if len(cell_text(value)) > LONG else " class=text"
 
 
 def png(data: bytes, alt: str) -> str:

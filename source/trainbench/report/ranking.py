@@ -3,10 +3,12 @@
 A row is one ok batch size of a throughput run (its samples are its timed windows' own samples/s) or one
 configuration x batch size of a campaign (its samples are its ok repetitions' samples/s; its rate is their median,
 as ``campaign summary`` gives it). Its settings are what the run's header records (framework, precision, device,
-size, image size, sequence length, data, compile / CUDA graph / XLA / channels-last, how the step ran: matmul
-precision and optimizer (unknown, None, in files from before format 5), activation checkpointing and shard (none and
-ddp in files from before format 6: what they ran), processes, the GPU's name from env.json and the batch size), read
-the same way for a run and for a campaign's runs, so that a campaign row and a run row of the same setting pair.
+size (a file from before sizes: "full", ``results.header.BEFORE_SIZES``; a campaign run without a readable summary:
+its size axis, else the matrix's default "full"; never empty), image size, sequence length, data, compile / CUDA
+graph / XLA / channels-last, how the step ran: matmul precision and optimizer (unknown, None, in files from before
+format 5), activation checkpointing and shard (none and ddp in files from before format 6: what they ran), processes,
+the GPU's name from env.json and the batch size), read the same way for a run and for a campaign's runs, so that a
+campaign row and a run row of the same setting pair.
 Beside the rate, a row holds what was recorded of the work and the memory: tokens/s, MFU, HFU (MFU with the
 recomputed forward counted: MFU's value without recomputation) and the peak memory (a campaign's: the median over its
 ok repetitions).
@@ -30,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from trainbench.campaign.matrix.values import AXIS_DEFAULTS
 from trainbench.render.console import per_second
 from trainbench.render.plot import PEAK_MEMORY
 from trainbench.report.found import Campaign, ReportData, RunRecord
@@ -167,7 +170,9 @@ def _from_axes(row: Mapping[str, Any]) -> dict[str, Any]:
     does not record, or all of them when its summary cannot be read."""
     data, compiled = _plain(row.get("data")) or SYNTHETIC, _plain(row.get("compile"))
     return {"framework": _plain(row.get("framework")), "precision": _plain(row.get("precision")),
-            "device": _plain(row.get("device")), "size": _plain(row.get("size")),
+            "device": _plain(row.get("device")),
+            # no size axis (or none for this run): the matrix's default, what it ran (a header's size comes first)
+            "size": _plain(row.get("size")) or AXIS_DEFAULTS["size"],
             **{name: _plain(row.get(name)) for name in SHAPES},
             "data": data if data == SYNTHETIC else Path(str(data)).name,
             "compile": "default" if compiled is True else compiled,

@@ -7,7 +7,8 @@ every reader the header in today's shape (``RunHeader.read(...).to_json()``), so
 On disk the header is flat, as readers and scripts have always read it:
 
 - ``workload`` (files from before it was written are read as ``workloads.DEFAULT``, ResNet-50), its ``sample_unit``
-  (``"image"``, ``"sequence"``: what samples/s counts), ``size`` (``"full"``, ``"tiny"``) and
+  (``"image"``, ``"sequence"``: what samples/s counts), ``size`` (``"full"``, ``"tiny"``; files from before sizes
+  existed, with none at the top or in ``model``, are read as ``BEFORE_SIZES``, "full") and
   ``params`` (the workload's shape settings as run: ``{"seq_len": 128}``);
 - what one sample costs, from the runner (the first batch size that measured it): ``parameters``,
   ``train_flops_per_sample`` and ``flops_note`` (how they were counted; format 4);
@@ -38,10 +39,18 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from trainbench import workloads
+from trainbench.errors import UsageError
 from trainbench.results.records import FORMAT_KEY, RESULTS_KEY
 
 WORKLOAD = workloads.DEFAULT  # the workload of every run written before the header named one
 SAMPLE_UNIT = "image"  # and its sample unit
+# The size of every run written before sizes existed (neither the header, format 4, nor its ``model``, the last
+# format-3 files, names one): the suite built only the published ResNet-50 then, which is what "full" is (ModelConfig's
+# default). Known, not guessed: ResNet-50's "tiny" is that same network with a 64 px input and 10 classes (its
+# defaults), and an old file records its image size (and classes) as settings of their own, so a 64 px run from
+# then reads "full" at 64 px, as it was asked. A header that holds a size (null included: no writer writes one) is
+# read as it holds it.
+BEFORE_SIZES = "full"
 # What one sample costs: taken from the first ok result that holds them (``with_work``).
 WORK = ("parameters", "train_flops_per_sample", "flops_note")
 # How the step ran, as every run before format 6 ran it (ModelConfig's defaults): no recomputation, and replicas
@@ -168,11 +177,28 @@ class RunHeader:
                    image_size=header.get("image_size", inside.get("image_size")), data=header.get("data"),
                    model=inside, launch=launch if isinstance(launch, dict) else None,
                    workload=header.get("workload") or WORKLOAD,
-                   sample_unit=header.get("sample_unit") or SAMPLE_UNIT, size=header.get("size", inside.get("size")),
+                   sample_unit=header.get("sample_unit") or _sample_unit(header.get("workload") or WORKLOAD),
+                   size=_size(header, inside),
                    params=header.get("params") if isinstance(header.get("params"), dict) else None,
                    **{name: header.get(name) for name in WORK},
                    timing=_timing(header), profiling=_profiling(header),
                    optimizer=optimizer if isinstance(optimizer, dict) else None, extra=extra)
+
+
+def _sample_unit(workload: Any) -> str:
+    """What a header without a sample unit counts: its workload's unit (a BERT run's sequences), else images (every
+    run written before the header named a workload was ResNet-50's)."""
+    try:
+        return workloads.get(str(workload)).sample_unit
+    except UsageError:
+        return SAMPLE_UNIT
+
+
+def _size(header: Mapping[str, Any], inside: Mapping[str, Any]) -> Any:
+    """The size as the file holds it (at the top, else inside ``model``); ``BEFORE_SIZES`` where it holds none."""
+    if "size" in header:
+        return header["size"]
+    return inside.get("size", BEFORE_SIZES)
 
 
 def _timing(header: Mapping[str, Any]) -> Timing | None:

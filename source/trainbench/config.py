@@ -224,12 +224,15 @@ def uses_cuda_graphs(model: ModelConfig) -> bool:
 
 # --- which settings go together: one function for the command line, campaigns, engines and profilers -------------
 
-# A switch only one framework reads: the other would ignore it and still record it.
+# A setting only one framework reads (a switch, or a choice other than its default): the other would ignore it and
+# still record it.
 FRAMEWORK_FLAGS: dict[str, tuple[Framework, str]] = {
     "xla": ("tf", "PyTorch compiles its step with --compile"),
     "compile": ("torch", "TensorFlow compiles its step with --xla"),
     "cuda_graph": ("torch", "TensorFlow compiles its step with --xla"),
     "channels_last": ("torch", "TensorFlow's input is NHWC already"),
+    "activation_checkpointing": ("torch", "TensorFlow's engine keeps every activation"),
+    "shard": ("torch", "TensorFlow's MirroredStrategy keeps a replica of every variable on each GPU"),
 }
 
 
@@ -290,21 +293,14 @@ def train_data_problem(model: ModelConfig) -> str | None:
             f"(drop --data); measure it on real data with 'throughput --workload {workload} --data DIR'")
 
 
-# A choice only one framework's engine makes (a value other than its default): refused as a framework's flag is.
-FRAMEWORK_CHOICES: dict[str, tuple[Framework, str]] = {
-    "activation_checkpointing": ("torch", "TensorFlow's engine keeps every activation"),
-    "shard": ("torch", "TensorFlow's MirroredStrategy keeps a replica of every variable on each GPU"),
-}
-
-
 def _framework_flag_problems(model: ModelConfig) -> list[str]:
-    flags = [f"--{flag.replace('_', '-')} is {capabilities_of(owner).title}'s (--framework {owner}); {hint}"
-             for flag, (owner, hint) in FRAMEWORK_FLAGS.items()
-             if getattr(model, flag) and model.framework != owner]
-    return flags + [f"--{name.replace('_', '-')} {getattr(model, name)} is {capabilities_of(owner).title}'s "
-                    f"(--framework {owner}); {hint}"
-                    for name, (owner, hint) in FRAMEWORK_CHOICES.items()
-                    if model.framework != owner and getattr(model, name) != field_default(ModelConfig, name)]
+    found = []
+    for name, (owner, hint) in FRAMEWORK_FLAGS.items():
+        value = getattr(model, name)
+        if model.framework != owner and value != field_default(ModelConfig, name):
+            option = f"--{name.replace('_', '-')}" + ("" if isinstance(value, bool) else f" {value}")
+            found.append(f"{option} is {capabilities_of(owner).title}'s (--framework {owner}); {hint}")
+    return found
 
 
 def step_mode_problem(model: ModelConfig, device: str) -> str | None:

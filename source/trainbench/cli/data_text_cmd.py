@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from trainbench import workloads
 from trainbench.cli.data_common import add_workers, reasons, say, workers
 from trainbench.cli.options import path_text, whole_number
-from trainbench.data.record_kinds import record_kinds
+from trainbench.data.record_kinds import record_kind, record_kinds
 
 if TYPE_CHECKING:
     from trainbench.data.text_convert import TextOptions, TextSummary
@@ -91,7 +91,6 @@ def _add_text(commands: argparse._SubParsersAction) -> None:
 def _vocab_defaults(readers: tuple[Workload, ...]) -> str:
     """--vocab-size's default for each workload: its record kind's trained vocabulary, and why when that is not the
     published model's (llama reads gpt2's records: Llama 3's own vocabulary is not one a corpus here could train)."""
-    from trainbench.data.record_kinds import record_kind
 
     defaults = []
     for workload in readers:
@@ -146,7 +145,6 @@ def _options(args: argparse.Namespace, kind: str, inputs: tuple[Path, ...], **ex
 
 
 def _report(summary: TextSummary) -> int:
-    from trainbench.data.record_kinds import record_kind
 
     kind = record_kind(summary.kind)
     what = kind.holds  # what the corpus was made of: documents, or sentence pairs
@@ -167,7 +165,6 @@ def _report(summary: TextSummary) -> int:
 
 
 def run_text(args: argparse.Namespace) -> int:
-    from trainbench.data.record_kinds import record_kind
     from trainbench.data.text_convert import convert_text
     from trainbench.errors import UsageError
 

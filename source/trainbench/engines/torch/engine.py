@@ -343,7 +343,7 @@ class _Runner:
         self.compile_s: float | None = None  # compiling or capturing the step, before (and apart from) any window
         tokens = model.spec.tokens_per_sample(model.params())
         self.tokens_per_step: int | None = None if tokens is None else config.batch_size * tokens
-        self.parameters: int = sum(p.numel() for p in network.parameters() if p.requires_grad)
+        self.parameters: int = meta_counts.trainable_parameters(network)
         # Counted and probed once per batch size, outside every window, never through compile or a graph, on the
         # network as the step holds it (its blocks checkpointed, its shards), so nothing runs that the step would not
         # fit: the hardware's FLOPs (a checkpointed block's forward again), the memory, the attention kernel, the

@@ -74,18 +74,13 @@ def _text(f: Field, value: Any) -> str:
     return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
-# A field shown only where some result's value differs from its counterpart's, which it equals otherwise: HFU is MFU
-# unless the step recomputed its forward (--activation-checkpointing full).
-REPEATS = {"hfu": "mfu"}
-
-
 def _shown(f: Field, results: Sequence[dict[str, Any]]) -> bool:
     if f.group in ALWAYS:
         return True
     if f.group is Group.SPREAD:
         return any((result.get("windows") or 1) > 1 for result in results)
-    if f.name in REPEATS:
-        return any(result.get(f.name) is not None and result.get(f.name) != result.get(REPEATS[f.name])
+    if f.name in fields.BESIDE:  # shown where it differs from its counterpart, which it repeats otherwise
+        return any(result.get(f.name) is not None and result.get(f.name) != result.get(fields.BESIDE[f.name])
                    for result in results)
     return any(result.get(f.name) is not None for result in results)
 

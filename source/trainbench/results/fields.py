@@ -260,6 +260,13 @@ RENAMED: dict[str, str] = {
 }
 assert set(RENAMED.values()) <= set(BY_NAME), "every renamed field is declared"
 
+# A value beside the model's own, which recomputation or sharding makes differ (format 6): HFU counts the recomputed
+# forward (MFU without it), the hardware FLOPs likewise, and a process under FSDP holds its shards of the
+# parameters. Tables show one right after its counterpart, and only where some row's differs from it.
+BESIDE: dict[str, str] = {"parameters_held": "parameters", "hardware_flops_per_sample": "train_flops_per_sample",
+                          "hfu": "mfu"}
+assert set(BESIDE) | set(BESIDE.values()) <= set(BY_NAME), "every value beside another is a field"
+
 # The names code refers to: a typo is an import error, never a silent None.
 SAMPLES_PER_SEC = BY_NAME["samples_per_sec"].name
 WINDOW_SAMPLES_PER_SEC = BY_NAME["window_samples_per_sec"].name

@@ -17,6 +17,7 @@ from trainbench.render.page import Section, heading, paragraph, table
 from trainbench.render.plot import drawn_lines
 from trainbench.render.readable import header, shown
 from trainbench.report.found import Campaign, Profile, ReportData, RunRecord
+from trainbench.results import fields
 from trainbench.results.header import WORKLOAD, RunHeader
 from trainbench.results.records import Status
 from trainbench.results.run_settings import settings_as_run
@@ -61,10 +62,7 @@ def _step_words(header: RunHeader) -> list[str]:
     return words
 
 
-# A value beside the model's own, which recomputation or sharding makes differ: HFU counts the recomputed forward
-# (MFU without it), the hardware FLOPs likewise, and a process under FSDP holds its shards of the parameters. Shown
-# right after its counterpart, and only where some row's differs from it: elsewhere it would repeat it.
-BESIDE = {"parameters_held": "parameters", "hardware_flops_per_sample": "train_flops_per_sample", "hfu": "mfu"}
+BESIDE = fields.BESIDE  # a value shown right after its counterpart, and only where some row's differs from it
 
 
 def beside(columns: Sequence[str]) -> tuple[str, ...]:
